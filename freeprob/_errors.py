@@ -1,0 +1,83 @@
+"""The exception hierarchy of freeprob.
+
+Every failure the library can report is a subclass of :class:`FreeProbError`.
+Messages name the offending piece (operand, monomial, file and key, point) and
+say what to do next.
+"""
+
+__all__ = [
+    "FreeProbError",
+    "ShapeError",
+    "NotSelfAdjointError",
+    "ScalingError",
+    "DomainError",
+    "ConvergenceError",
+    "RegimeError",
+    "ModelFileError",
+    "EliminationError",
+]
+
+
+class FreeProbError(Exception):
+    """Base class of every error raised by freeprob."""
+
+
+class ShapeError(FreeProbError, ValueError):
+    """Operands whose shapes do not fit (``A @ B`` with ``cols(A) != rows(B)``, ...)."""
+
+
+class NotSelfAdjointError(FreeProbError, ValueError):
+    """An eigenvalue law was asked for an expression that is not symmetric."""
+
+
+class ScalingError(FreeProbError, ValueError):
+    """A monomial that does not stay of order one as the dimensions grow.
+
+    Attributes
+    ----------
+    monomial : str
+        The offending monomial.
+    power : sympy.Rational
+        Its power of ``N`` once every Gaussian is normalized to variance ``1/N``.
+    """
+
+    def __init__(self, message, monomial=None, power=None):
+        super().__init__(message)
+        self.monomial = monomial
+        self.power = power
+
+
+class DomainError(FreeProbError, ValueError):
+    """A parameter outside its domain (negative ratio or variance, ...)."""
+
+
+class ConvergenceError(FreeProbError, ArithmeticError):
+    """A solve that did not reach the requested accuracy.
+
+    Attributes
+    ----------
+    point : complex or mpc
+        Where the solve failed.
+    residual : float or mpf
+        The last residual reached.
+    dps : int
+        The precision (decimal digits) that was asked for.
+    """
+
+    def __init__(self, message, point=None, residual=None, dps=None):
+        super().__init__(message)
+        self.point = point
+        self.residual = residual
+        self.dps = dps
+
+
+class RegimeError(FreeProbError, ValueError):
+    """A model outside the regime where the limiting law is valid."""
+
+
+class ModelFileError(FreeProbError, ValueError):
+    """A malformed model file: names the file and the key."""
+
+
+class EliminationError(FreeProbError, RuntimeError):
+    """Elimination to one polynomial equation did not finish (time or size budget)."""

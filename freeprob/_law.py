@@ -1,0 +1,299 @@
+"""Limiting spectral laws: the orchestration layer.
+
+:class:`SpectralLaw` composes the symbolic reduction (:mod:`freeprob._model`),
+the numeric systems and solvers, and answers: Cauchy transform, density,
+support, atoms, moments, equations. :func:`eigenvalue_law` and
+:func:`singular_value_law` are the entry points.
+"""
+
+import numpy as np
+import sympy
+
+from ._errors import ConvergenceError, DomainError
+from ._expr import Expr, as_scalar, leaves
+from ._model import Reduction
+from ._numeric import FastSystem, MPSystem
+from ._precision import check_dps, context, guard_digits, to_mpc, to_mpf
+from ._solve import solve_fast, solve_mp
+
+__all__ = ["SpectralLaw", "eigenvalue_law", "singular_value_law"]
+
+
+def _exact_value(value, what):
+    if isinstance(value, sympy.Basic):
+        v = sympy.sympify(value)
+    else:
+        v = as_scalar(value, what)
+    if not v.is_number:
+        raise DomainError(f"{what} must be a number, got {value!r}")
+    if v.is_real is False:
+        raise DomainError(f"{what} must be real, got {value!r}")
+    return v
+
+
+def _symbol_map(expr):
+    return {str(s): s for s in expr.free_scalars()}
+
+
+class SpectralLaw:
+    """The limiting law of the eigenvalues of a symmetric expression, or of the
+    squared singular values of any expression.
+
+    Parameters
+    ----------
+    expr : Expr
+        A polynomial in Gaussian, Wigner and identity matrices.
+    law : {"eigenvalues", "squared-singular-values"}
+    ratios : dict
+        Dimension (symbol or name) -> ratio ``rho_s`` (positive); every
+        dimension of the expression needs one.
+    params : dict, optional
+        Parameter (symbol or name) -> value, for every other symbol.
+    name : str, optional
+
+    Notes
+    -----
+    Numbers are converted to exact sympy values (floats through their
+    shortest decimal string). For the squared singular values of ``P``
+    (``a x b``) the law is that of the eigenvalues of ``P P^T`` over the
+    ``a`` rows, with its atom at 0 when ``P`` has rank below ``a``.
+    """
+
+    def __init__(self, expr, law="eigenvalues", ratios=None, params=None, name=None):
+        if not isinstance(expr, Expr):
+            raise TypeError(f"expected a matrix expression, got {expr!r}")
+        self.expr = expr
+        self.law = law
+        self.name = name or str(expr)
+        leaves(expr)  # raises on clashing names
+        dims = expr.dimensions()
+        symbols = _symbol_map(expr)
+        ratios = dict(ratios or {})
+        params = dict(params or {})
+        self.ratios = {}
+        for key, value in ratios.items():
+            sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
+            if sym is None:
+                raise DomainError(f"ratio given for {key}, which is not a dimension of {expr}")
+            v = _exact_value(value, f"ratio of {key}")
+            if not v > 0:
+                raise DomainError(f"the ratio of dimension {key} must be positive, got {value}")
+            self.ratios[sym] = v
+        missing = [str(d) for d in dims if d not in self.ratios]
+        if missing:
+            raise DomainError(f"no ratio given for the dimension(s) {', '.join(missing)} of {expr}")
+        self.dimensions = tuple(dims) + tuple(s for s in self.ratios if s not in dims)
+        self.params = {}
+        for key, value in params.items():
+            sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
+            if sym is None:
+                raise DomainError(f"value given for {key}, which does not occur in {expr}")
+            self.params[sym] = _exact_value(value, f"parameter {key}")
+        self._reduction = None
+        self._numeric = None
+        self._fast = None
+
+    # -- symbolic -------------------------------------------------------------
+    @property
+    def reduction(self):
+        """The symbolic :class:`~freeprob._model.Reduction` (computed once)."""
+        if self._reduction is None:
+            self._reduction = Reduction(self.expr, self.law, self.dimensions)
+        return self._reduction
+
+    @property
+    def system(self):
+        """The reduced Dyson system with ratios and parameters as symbols."""
+        return self.reduction.system
+
+    def values(self):
+        """``{symbol: exact value}`` for ratios and parameters."""
+        out = dict(self.ratios)
+        out.update(self.params)
+        return out
+
+    @property
+    def numeric_system(self):
+        """The Dyson system with every ratio and parameter substituted (exact)."""
+        if self._numeric is None:
+            sub = self.system.subs(self.values())
+            if sub.symbols:
+                names = ", ".join(map(str, sub.symbols))
+                raise DomainError(f"give values for the parameter(s) {names} of {self.name}")
+            for leaf in leaves(self.expr):
+                v = leaf.variance.subs(self.values())
+                if v.is_number and not v > 0:
+                    raise DomainError(f"the variance of {leaf.name} is {v} at these values; it must be positive")
+            self._numeric = sub
+        return self._numeric
+
+    def equations(self, latex=False, symbolic=True):
+        """The reduced Dyson equations as text (or LaTeX)."""
+        sysm = self.system if symbolic else self.numeric_system
+        return sysm.equations(latex=latex)
+
+    # -- numeric, double precision --------------------------------------------
+    @property
+    def fast(self):
+        if self._fast is None:
+            self._fast = FastSystem(self.numeric_system)
+        return self._fast
+
+    def _to_system_z(self, w):
+        w = np.asarray(w, dtype=complex)
+        if self.law == "eigenvalues":
+            return w
+        return np.sqrt(w)
+
+    def _from_outputs(self, zs, outs):
+        if self.law == "eigenvalues":
+            return outs[:, 0]
+        return outs[:, 0] / zs
+
+    def cauchy_fast(self, z):
+        """Double-precision Cauchy transform at complex points (vectorized)."""
+        z = np.atleast_1d(np.asarray(z, dtype=complex))
+        flip = z.imag < 0
+        w = np.where(flip, np.conj(z), z)
+        on_axis = w.imag == 0
+        zs = self._to_system_z(w)
+        eta = 1e-10 * (1 + np.abs(zs))
+        zs = np.where(on_axis | (zs.imag < eta), zs.real + 1j * np.maximum(zs.imag, eta), zs)
+        _, outs, conv, res = solve_fast(self.fast, zs)
+        g = self._from_outputs(zs, outs)
+        return np.where(flip, np.conj(g), g)
+
+    def density_fast(self, x):
+        """Double-precision density at real points (vectorized).
+
+        The value at ``x`` is ``-Im G(x + i eta)/pi`` with ``eta = 1e-10 (1 + |x|)``
+        in the system's variable; it is accurate to about ``1e-8`` away from edges.
+        """
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        g = self.cauchy_fast(x.astype(complex))
+        d = -g.imag / np.pi
+        if self.law == "squared-singular-values":
+            d = np.where(x > 0, d, 0.0)
+        return np.maximum(d, 0.0)
+
+    # -- numeric, arbitrary precision -----------------------------------------
+    def _solve_point(self, w, dps, on_axis):
+        """Solve at one user point ``w`` (Im w >= 0) at ``dps`` digits; returns (G, solution)."""
+        work = dps + guard_digits(dps)
+        ctx = context(work)
+        wq = to_mpc(ctx, w)
+        if self.law == "eigenvalues":
+            zs = wq
+        else:
+            zs = ctx.sqrt(wq)
+        eta = ctx.mpf(10) ** (-work)
+        if on_axis:
+            zs = ctx.mpc(zs.real, zs.imag + eta)
+        # double-precision start, slightly above the target
+        z0 = complex(zs)
+        if z0.imag < 1e-9 * (1 + abs(z0)):
+            z0 = complex(z0.real, 1e-9 * (1 + abs(z0)))
+        g0, outs0, conv, res = solve_fast(self.fast, np.array([z0]))
+        mpsys = MPSystem(self.numeric_system, ctx)
+        sol = solve_mp(mpsys, zs, [complex(x) for x in g0[0]], dps)
+        # stability under a precision increase: one more solve at +10 digits
+        ctx2 = context(work + 10)
+        mpsys2 = MPSystem(self.numeric_system, ctx2)
+        zs2 = to_mpc(ctx2, w)
+        zs2 = zs2 if self.law == "eigenvalues" else ctx2.sqrt(zs2)
+        if on_axis:
+            zs2 = ctx2.mpc(zs2.real, zs2.imag + ctx2.mpf(10) ** (-work))
+        sol2 = solve_mp(mpsys2, zs2, [ctx2.mpc(x) for x in sol.g], dps)
+        g1 = sol.outputs[0] if self.law == "eigenvalues" else sol.outputs[0] / zs
+        g2 = sol2.outputs[0] if self.law == "eigenvalues" else sol2.outputs[0] / zs2
+        diff = abs(ctx2.mpc(g1) - g2)
+        if diff > ctx2.mpf(10) ** (-dps) * (1 + abs(g2)):
+            raise ConvergenceError(
+                f"the value at {w} is not stable under a precision increase (change {ctx2.nstr(diff, 5)} at "
+                f"{work + 10} digits); ask for fewer digits or move away from the edge",
+                point=w,
+                residual=diff,
+                dps=dps,
+            )
+        return g1, sol
+
+    def cauchy(self, z, dps=None):
+        """The Cauchy transform ``G(z) = int dmu(x)/(z - x)``.
+
+        Parameters
+        ----------
+        z : complex, str or sympy number
+            Off the real axis; on the real axis ``G(x + i0)`` is returned.
+        dps : int, optional
+            Decimal digits; ``None`` gives a double-precision complex.
+
+        Returns
+        -------
+        complex or mpc
+            The mpc carries ``dps`` plus guard digits; its error is below
+            ``10^-dps`` (relative to ``max(1, |G|)``).
+
+        Raises
+        ------
+        ConvergenceError
+            When the value cannot be verified to ``dps`` digits.
+        """
+        if dps is None:
+            return complex(self.cauchy_fast(np.array([complex(z)]))[0])
+        dps = check_dps(dps)
+        ctx = context(dps + guard_digits(dps))
+        zq = to_mpc(ctx, z)
+        flip = zq.imag < 0
+        if flip:
+            zq = ctx.conj(zq)
+        g, _ = self._solve_point(zq, dps, on_axis=(zq.imag == 0))
+        return ctx.conj(g) if flip else g
+
+    def density(self, x, dps=None):
+        """The density ``-Im G(x + i0)/pi`` at a real point ``x``.
+
+        With ``dps`` the value is correct to ``10^-dps`` (absolute, relative to
+        ``max(1, |G|)``); a value below that is returned as exactly 0.
+        """
+        if dps is None:
+            return float(self.density_fast(np.array([float(x)]))[0])
+        dps = check_dps(dps)
+        ctx = context(dps + guard_digits(dps))
+        xq = to_mpf(ctx, x)
+        if self.law == "squared-singular-values" and xq <= 0:
+            return ctx.mpf(0)
+        g, _ = self._solve_point(xq, dps, on_axis=True)
+        d = -g.imag / ctx.pi
+        if abs(d) < ctx.mpf(10) ** (-dps) * max(1, abs(g)):
+            return ctx.mpf(0)
+        if d < 0:
+            raise ConvergenceError(f"negative density {ctx.nstr(d, 5)} at x = {x}", point=x, dps=dps)
+        return d
+
+    def __repr__(self):
+        r = ", ".join(f"{k}={v}" for k, v in self.ratios.items())
+        return f"SpectralLaw({self.name!r}, law={self.law!r}, ratios={{{r}}})"
+
+
+def eigenvalue_law(expr, ratios, params=None, name=None):
+    """The limiting eigenvalue law of a symmetric expression.
+
+    Examples
+    --------
+    >>> import freeprob as fp
+    >>> p, n = fp.dims("p n")
+    >>> X = fp.gaussian("X", (p, n))
+    >>> law = fp.eigenvalue_law(X @ X.T / n, ratios={p: 0.5, n: 1})
+    >>> fp.fmt(law.density(1.0, dps=30), 20)
+    '0.43920523215896342050'
+    """
+    return SpectralLaw(expr, "eigenvalues", ratios, params, name)
+
+
+def singular_value_law(expr, ratios, params=None, name=None):
+    """The limiting law of the squared singular values of any expression.
+
+    For ``P`` of shape ``(a, b)``: the eigenvalue law of ``P P^T`` over its
+    ``a`` rows (with an atom at 0 when ``P`` has rank below ``a``).
+    """
+    return SpectralLaw(expr, "squared-singular-values", ratios, params, name)

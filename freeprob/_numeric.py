@@ -1,0 +1,193 @@
+"""Numeric form of a fully substituted :class:`DysonSystem`.
+
+The one crossing from exact sympy numbers to floating point: to complex128
+arrays for the vectorized path, or to numbers of a given mpmath context for
+the high-precision path. Both evaluate the same map
+
+    Phi(g) = read( (Lambda(z, eps) - B - eta(g))^{-1} )
+
+and its Jacobian ``dPhi = read(F (d eta) F)``.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy
+
+from ._errors import DomainError
+from ._precision import to_mpc
+
+__all__ = ["FastSystem", "MPSystem", "fast_system", "mp_system"]
+
+
+def _check_numeric(system):
+    if system.symbols:
+        names = ", ".join(map(str, system.symbols))
+        raise DomainError(f"the system still depends on {names}: give values for these ratios or parameters")
+
+
+def _complex(c):
+    c = sympy.sympify(c)
+    v = complex(c.evalf(20))
+    return v
+
+
+@dataclass(frozen=True)
+class _Space:
+    k: int
+    u: np.ndarray  # bool mask of u rows
+    b: np.ndarray  # (k, k) complex
+    eta_map: np.ndarray  # (r, k*k): -eta_flat = g @ eta_map
+    ti: np.ndarray
+    tj: np.ndarray
+    tk: np.ndarray
+    tc: np.ndarray
+    rk: np.ndarray  # unknowns read in this space
+    rp: np.ndarray
+    rq: np.ndarray
+    base: np.ndarray  # -B flattened
+    zpat: np.ndarray  # flattened diagonal pattern of the u rows
+    epat: np.ndarray  # flattened diagonal pattern of the other rows
+
+
+class FastSystem:
+    """complex128 arrays of a Dyson system, for many points at once."""
+
+    def __init__(self, system):
+        _check_numeric(system)
+        self.system = system
+        r = system.n_unknowns
+        self.r = r
+        spaces = []
+        for s, rows in enumerate(system.blocks):
+            k = len(rows)
+            u = np.zeros(k, bool)
+            for s2, i in system.u:
+                if s2 == s:
+                    u[i] = True
+            b = np.array([[_complex(system.b[s][i, j]) for j in range(k)] for i in range(k)], dtype=complex).reshape(k, k)
+            terms = [(i, j, kk, _complex(c)) for s2, i, j, kk, c in system.eta if s2 == s]
+            ti = np.array([t[0] for t in terms], int)
+            tj = np.array([t[1] for t in terms], int)
+            tk = np.array([t[2] for t in terms], int)
+            tc = np.array([t[3] for t in terms], complex)
+            emap = np.zeros((r, k * k), complex)
+            for i, j, kk, c in terms:
+                emap[kk, i * k + j] -= c
+            zpat = np.zeros(k * k)
+            zpat[np.arange(k) * (k + 1)] = u
+            epat = np.zeros(k * k)
+            epat[np.arange(k) * (k + 1)] = ~u
+            reads = [(kk, p, q) for kk, (s2, p, q) in enumerate(system.unknowns) if s2 == s]
+            spaces.append(
+                _Space(
+                    k, u, b, emap, ti, tj, tk, tc,
+                    np.array([x[0] for x in reads], int),
+                    np.array([x[1] for x in reads], int),
+                    np.array([x[2] for x in reads], int),
+                    -b.reshape(-1),
+                    zpat,
+                    epat,
+                )
+            )
+        self.spaces = spaces
+        self.outputs = tuple(system.u)
+        # indicator (nt, r) per space for the Jacobian scatter
+        self._ind = []
+        for sp in spaces:
+            ind = np.zeros((len(sp.tk), r))
+            ind[np.arange(len(sp.tk)), sp.tk] = 1.0
+            self._ind.append(ind)
+
+    def inverses(self, g, z, eps):
+        """Per space, ``F_s = (Lambda - B - eta(g))^{-1}`` for all points: list of (P, k, k)."""
+        out = []
+        for sp in self.spaces:
+            k = sp.k
+            a = g @ sp.eta_map
+            a += sp.base
+            a += z[:, None] * sp.zpat
+            a += (1j * eps)[:, None] * sp.epat
+            out.append(np.linalg.inv(a.reshape(-1, k, k)))
+        return out
+
+    def phi(self, g, z, eps, jacobian=False):
+        """``Phi(g)`` (P, r), the outputs (P, n_u) and optionally ``dPhi`` (P, r, r)."""
+        fs = self.inverses(g, z, eps)
+        P = g.shape[0]
+        phi = np.zeros((P, self.r), complex)
+        jac = np.zeros((P, self.r, self.r), complex) if jacobian else None
+        for sp, f, ind in zip(self.spaces, fs, self._ind):
+            if len(sp.rk):
+                phi[:, sp.rk] = f[:, sp.rp, sp.rq]
+        if jacobian:
+            for s, (sp, f) in enumerate(zip(self.spaces, fs)):
+                if not len(sp.rk):
+                    continue
+                # contributions of eta terms written in this space to unknowns read in this space
+                if len(sp.ti):
+                    left = f[:, sp.rp, :][:, :, sp.ti]  # (P, nr, nt)
+                    right = np.transpose(f[:, sp.tj, :][:, :, sp.rq], (0, 2, 1))  # (P, nr, nt)
+                    contrib = (left * right * sp.tc[None, None, :]) @ self._ind[s]
+                    jac[:, sp.rk, :] += contrib
+        outs = np.stack([fs[s][:, i, i] for s, i in self.outputs], axis=1)
+        return phi, outs, jac
+
+
+def fast_system(system):
+    """The :class:`FastSystem` of a fully substituted Dyson system."""
+    return FastSystem(system)
+
+
+class MPSystem:
+    """A Dyson system with numbers of an mpmath context, for one point at a time."""
+
+    def __init__(self, system, ctx):
+        _check_numeric(system)
+        self.system = system
+        self.ctx = ctx
+        self.r = system.n_unknowns
+        self.spaces = []
+        for s, rows in enumerate(system.blocks):
+            k = len(rows)
+            u = [False] * k
+            for s2, i in system.u:
+                if s2 == s:
+                    u[i] = True
+            b = [[to_mpc(ctx, system.b[s][i, j]) for j in range(k)] for i in range(k)]
+            terms = [(i, j, kk, to_mpc(ctx, c)) for s2, i, j, kk, c in system.eta if s2 == s]
+            reads = [(kk, p, q) for kk, (s2, p, q) in enumerate(system.unknowns) if s2 == s]
+            self.spaces.append((k, u, b, terms, reads))
+        self.outputs = tuple(system.u)
+
+    def phi(self, g, z, eps, jacobian=False):
+        """``Phi(g)``, outputs and optionally the Jacobian, as lists of mpc."""
+        ctx = self.ctx
+        r = self.r
+        phi = [ctx.mpc(0)] * r
+        jac = [[ctx.mpc(0)] * r for _ in range(r)] if jacobian else None
+        fs = []
+        for k, u, b, terms, reads in self.spaces:
+            a = ctx.matrix(k, k)
+            for i in range(k):
+                for j in range(k):
+                    a[i, j] = -b[i][j]
+                a[i, i] += z if u[i] else ctx.mpc(0, eps)
+            for i, j, kk, c in terms:
+                a[i, j] -= c * g[kk]
+            f = ctx.inverse(a)
+            fs.append(f)
+            for kk, p, q in reads:
+                phi[kk] = f[p, q]
+            if jacobian:
+                for kk, p, q in reads:
+                    row = jac[kk]
+                    for i, j, k2, c in terms:
+                        row[k2] += c * f[p, i] * f[j, q]
+        outs = [fs[s][i, i] for s, i in self.outputs]
+        return phi, outs, jac
+
+
+def mp_system(system, ctx):
+    """The :class:`MPSystem` of a fully substituted Dyson system in the context ``ctx``."""
+    return MPSystem(system, ctx)

@@ -1,0 +1,83 @@
+"""Precision helpers: local mpmath contexts, exact crossing from sympy, printing.
+
+Nothing here touches the global ``mpmath.mp`` context: every high-precision
+computation in freeprob runs in a context made by :func:`context`.
+"""
+
+import mpmath
+import sympy
+
+__all__ = ["context", "guard_digits", "to_mpc", "to_mpf", "fmt", "mp_to_str", "check_dps"]
+
+
+def check_dps(dps):
+    """Return ``dps`` as an int, or raise :class:`DomainError` if it is not a positive count of digits."""
+    from ._errors import DomainError
+
+    if isinstance(dps, bool) or not isinstance(dps, (int,)) and not (
+        hasattr(dps, "__index__")
+    ):
+        raise DomainError(f"dps must be a positive integer number of decimal digits, got {dps!r}")
+    dps = int(dps)
+    if dps < 1 or dps > 100000:
+        raise DomainError(f"dps must be between 1 and 100000 decimal digits, got {dps}")
+    return dps
+
+
+def guard_digits(dps):
+    """Extra working digits used on top of the ``dps`` a caller asks for."""
+    return 10 + dps // 4
+
+
+def context(dps):
+    """A fresh mpmath context working at ``dps`` decimal digits.
+
+    Examples
+    --------
+    >>> ctx = context(40)
+    >>> ctx.dps
+    40
+    >>> import mpmath; mpmath.mp.dps   # the global context is untouched
+    15
+    """
+    ctx = mpmath.MPContext()
+    ctx.dps = int(dps)
+    return ctx
+
+
+def to_mpf(ctx, value):
+    """Convert an exact sympy number (or int, str, float) to an mpf of ``ctx`` at its precision."""
+    value = sympy.sympify(value)
+    if not value.is_number:
+        raise TypeError(f"cannot convert the non-numeric expression {value} to a number")
+    num = sympy.Float(value.evalf(ctx.dps + 5), ctx.dps + 5)
+    return ctx.make_mpf(num._mpf_)
+
+
+def to_mpc(ctx, value):
+    """Convert an exact sympy number, complex or str to an mpc of ``ctx``."""
+    if isinstance(value, (complex,)):
+        return ctx.mpc(value.real, value.imag)
+    if isinstance(value, (mpmath.mpf, mpmath.mpc)) or type(value).__name__ in ("mpf", "mpc"):
+        return ctx.mpc(value)
+    value = sympy.sympify(value)
+    re, im = value.as_real_imag()
+    return ctx.mpc(to_mpf(ctx, re), to_mpf(ctx, im))
+
+
+def mp_to_str(x, dps):
+    """Decimal string of a real mpf (or float) carrying ``dps`` significant digits."""
+    if isinstance(x, float):
+        x = mpmath.mpf(x)
+    if x == 0:
+        return "0"
+    return mpmath.nstr(x, dps, strip_zeros=False, min_fixed=-5, max_fixed=8)
+
+
+def fmt(x, digits=10):
+    """Print-friendly fixed-digit string, used in docstring examples so they are stable."""
+    if isinstance(x, complex) or type(x).__name__ == "mpc":
+        re, im = x.real, x.imag
+        sign = "-" if im < 0 else "+"
+        return f"{mp_to_str(re, digits)} {sign} {mp_to_str(abs(im), digits)}j"
+    return mp_to_str(x, digits)
