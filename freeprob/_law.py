@@ -151,30 +151,36 @@ class SpectralLaw:
         return outs[:, 0] / zs
 
     def cauchy_fast(self, z):
-        """Double-precision Cauchy transform at complex points (vectorized)."""
+        """Double-precision Cauchy transform at complex points (vectorized).
+
+        Points where the solve could not be verified (residual above 1e-10,
+        wrong half-plane; typically exactly at an atom) are NaN.
+        """
         z = np.atleast_1d(np.asarray(z, dtype=complex))
         flip = z.imag < 0
         w = np.where(flip, np.conj(z), z)
         on_axis = w.imag == 0
         zs = self._to_system_z(w)
-        eta = 1e-10 * (1 + np.abs(zs))
+        eta = 1e-12 * (1 + np.abs(zs))
         zs = np.where(on_axis | (zs.imag < eta), zs.real + 1j * np.maximum(zs.imag, eta), zs)
-        _, outs, conv, res = solve_fast(self.fast, zs)
+        _, outs, conv, res = solve_fast(self.fast, zs, raise_on_failure=False)
         g = self._from_outputs(zs, outs)
+        g = np.where(conv, g, np.nan)
         return np.where(flip, np.conj(g), g)
 
     def density_fast(self, x):
         """Double-precision density at real points (vectorized).
 
-        The value at ``x`` is ``-Im G(x + i eta)/pi`` with ``eta = 1e-10 (1 + |x|)``
+        The value at ``x`` is ``-Im G(x + i eta)/pi`` with ``eta = 1e-12 (1 + |x|)``
         in the system's variable; it is accurate to about ``1e-8`` away from edges.
+        Unverified points (at an atom) are NaN.
         """
         x = np.atleast_1d(np.asarray(x, dtype=float))
         g = self.cauchy_fast(x.astype(complex))
         d = -g.imag / np.pi
         if self.law == "squared-singular-values":
             d = np.where(x > 0, d, 0.0)
-        return np.maximum(d, 0.0)
+        return np.where(np.isnan(d), np.nan, np.maximum(d, 0.0))
 
     # -- numeric, arbitrary precision -----------------------------------------
     def _solve_point(self, w, dps, on_axis):
@@ -269,6 +275,133 @@ class SpectralLaw:
         if d < 0:
             raise ConvergenceError(f"negative density {ctx.nstr(d, 5)} at x = {x}", point=x, dps=dps)
         return d
+
+    # -- moments, support, atoms ---------------------------------------------
+    def moments(self, k, dps=None):
+        """The moments ``m_1, ..., m_k`` from the Dyson equation's series at infinity.
+
+        Exact sympy numbers when every coefficient is algebraic (and ``dps`` is
+        None); otherwise mpf values correct to ``10^-dps`` (default 15), checked
+        by a second computation with 10 more digits.
+        """
+        from ._series import series_coefficients, system_domain
+
+        order = k + 1 if self.law == "eigenvalues" else 2 * k + 1
+        step = 1 if self.law == "eigenvalues" else 2
+        pick = lambda coeffs: [coeffs[1 + step * j + (step - 1) * 0 + (0 if step == 1 else 0)][0] for j in range(1, k + 1)]  # noqa: E731
+        if dps is None and system_domain(self.numeric_system) is not None:
+            coeffs, _ = series_coefficients(self.numeric_system, order)
+            return [sympy.nsimplify(x) if isinstance(x, sympy.Float) else sympy.simplify(x) for x in pick(coeffs)]
+        dps = check_dps(dps or 15)
+        work = dps + guard_digits(dps)
+        c1, _ = series_coefficients(self.numeric_system, order, ctx=context(work))
+        c2, _ = series_coefficients(self.numeric_system, order, ctx=context(work + 10))
+        out = []
+        for a, b in zip(pick(c1), pick(c2)):
+            if abs(a - b) > 10.0 ** (-dps) * max(1, abs(b)):
+                raise ConvergenceError(f"moment not stable under a precision increase ({a} vs {b})", dps=dps)
+            out.append(a.real)
+        return out
+
+    def _moments_float(self, k):
+        try:
+            ms = self.moments(k)
+        except ConvergenceError:
+            ms = self.moments(k, dps=15)
+        return [float(sympy.re(sympy.sympify(m))) if not hasattr(m, "imag") else float(m.real) for m in ms]
+
+    def _range(self):
+        """An interval that contains the support, from the even moments."""
+        if self.law == "eigenvalues":
+            ms = self._moments_float(16)
+            r = max(abs(ms[2 * j - 1]) ** (1 / (2 * j)) for j in range(1, 9))
+            return -1.6 * r - 1e-3, 1.6 * r + 1e-3
+        ms = self._moments_float(8)
+        r = max(abs(ms[j - 1]) ** (1 / j) for j in range(1, 9))
+        return 0.0, 2.0 * r + 1e-3
+
+    def _z_of(self, x):
+        return x if self.law == "eigenvalues" else float(np.sqrt(x))
+
+    def support(self, dps=None, grid=2001):
+        """Support intervals ``[(a, b), ...]``.
+
+        Edges are bracketed on a double-precision density grid and refined by
+        Newton's method on the fold system (see :mod:`freeprob._support`) to
+        ``dps`` digits (default 15). A hard edge at 0 of a squared-singular-value
+        law (density unbounded at 0+) is reported as exactly 0.
+        """
+        from ._support import refine_edge
+
+        dps = check_dps(dps or 15)
+        lo, hi = self._range()
+        if self.law == "squared-singular-values":
+            xs = np.linspace(hi * 1e-6, hi, grid)
+        else:
+            xs = np.linspace(lo, hi, grid)
+        d = self.density_fast(xs)
+        finite = np.isfinite(d)
+        # threshold relative to a typical bulk value (a hard edge or an atom's
+        # Lorentzian tail must not set the scale)
+        bulk = d[finite & (d > 1e-9)]
+        thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
+        pos = finite & (d > thr)
+        runs = []
+        i = 0
+        while i < len(xs):
+            if pos[i]:
+                j = i
+                while j + 1 < len(xs) and pos[j + 1]:
+                    j += 1
+                runs.append((i, j))
+                i = j + 1
+            else:
+                i += 1
+        ctx = context(dps + guard_digits(dps))
+        out = []
+        for i0, i1 in runs:
+            seg = slice(max(i0 - 1, 0), min(i1 + 2, len(xs)))
+            if np.trapezoid(np.nan_to_num(d[seg]), xs[seg]) < 1e-6:
+                continue  # the tail of an atom seen through eta > 0, not a piece of support
+            if i1 == len(xs) - 1:
+                raise ConvergenceError(f"the density is still positive at x = {xs[-1]}: the support range estimate failed")
+            if i0 == 0:
+                if self.law == "squared-singular-values" and d[0] >= d[1]:
+                    # density growing towards 0+: a hard edge at 0
+                    left = ctx.mpf(0)
+                else:
+                    raise ConvergenceError(f"the density is positive at the start of the grid x = {xs[0]}")
+            else:
+                left = self._edge(xs[i0 - 1], xs[i0], dps, ctx)
+            right = self._edge(xs[i1 + 1], xs[i1], dps, ctx)
+            out.append((left, right))
+        return out
+
+    def _edge(self, x_out, x_in, dps, ctx):
+        from ._support import refine_edge
+
+        e = refine_edge(self.numeric_system, self._z_of(x_out), dps, z_in=self._z_of(x_in))
+        e = ctx.mpf(e)
+        return e if self.law == "eigenvalues" else e * e
+
+    def atoms(self, dps=None, candidates=(0,)):
+        """Atoms ``[(x, mass), ...]`` among ``candidates`` (default: 0), masses to ``dps`` digits.
+
+        A candidate is kept when its mass exceeds ``10^-dps``.
+        """
+        from ._support import atom_mass
+
+        dps = check_dps(dps or 15)
+        ctx = context(dps + guard_digits(dps))
+        out = []
+        for x0 in candidates:
+            z0 = self._z_of(float(x0))
+            m = atom_mass(self.numeric_system, z0, dps)
+            if abs(m) > ctx.mpf(10) ** (-dps):
+                if m < 0:
+                    raise ConvergenceError(f"negative mass {m} at {x0}", point=x0, dps=dps)
+                out.append((ctx.mpf(x0), ctx.mpf(m)))
+        return out
 
     def __repr__(self):
         r = ", ".join(f"{k}={v}" for k, v in self.ratios.items())

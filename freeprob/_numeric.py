@@ -108,7 +108,7 @@ class FastSystem:
             a += sp.base
             a += z[:, None] * sp.zpat
             a += (1j * eps)[:, None] * sp.epat
-            out.append(np.linalg.inv(a.reshape(-1, k, k)))
+            out.append(_inv(a.reshape(-1, k, k)))
         return out
 
     def phi(self, g, z, eps, jacobian=False):
@@ -132,6 +132,20 @@ class FastSystem:
                     jac[:, sp.rk, :] += contrib
         outs = np.stack([fs[s][:, i, i] for s, i in self.outputs], axis=1)
         return phi, outs, jac
+
+
+def _inv(a):
+    """Batched inverse; singular points give NaN instead of failing the batch."""
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        out = np.full_like(a, np.nan)
+        for i in range(a.shape[0]):
+            try:
+                out[i] = np.linalg.inv(a[i])
+            except np.linalg.LinAlgError:
+                pass
+        return out
 
 
 def fast_system(system):

@@ -92,23 +92,26 @@ def _param(value, name, positive=False):
     return value
 
 
-def _point(ctx, z):
-    """A complex input as a number of ``ctx`` (decimal strings are read at its precision)."""
+def _point(z, dps):
+    """A complex input; decimal strings are read at ``2 dps + 20`` digits, other inputs kept exact."""
     if isinstance(z, str):
-        return ctx.mpc(ctx.mpmathify(z.replace(" ", "")))
-    return to_mpc(ctx, z)
+        return context(2 * dps + 20).mpmathify(z.replace(" ", ""))
+    return z
 
 
-def _real_point(ctx, x):
-    if isinstance(x, str):
-        x = ctx.mpmathify(x.replace(" ", ""))
+def _real_point(x, dps):
+    """A real input as an mpf (exact for numbers; strings read at ``2 dps + 20`` digits)."""
+    x = _point(x, dps)
     kind = type(x).__name__
     if kind == "mpf":
-        return ctx.mpf(x)
+        return x
     if isinstance(x, complex) or kind == "mpc":
         if x.imag != 0:
             raise DomainError(f"density needs a real point, got {x}")
-        return ctx.mpf(x.real)
+        return x.real
+    ctx = context(2 * dps + 20)
+    if isinstance(x, (int, float)):
+        return ctx.mpf(x)
     value = sympy.sympify(x)
     if value.is_extended_real is False:
         raise DomainError(f"density needs a real point, got {x}")
@@ -254,23 +257,43 @@ class ScalarLaw:
         """
         dps = check_dps(dps)
         method = self._method(method, self._extra_methods())
-        zc = _point(context(2 * dps + 20), z)
+        zc = _point(z, dps)
         if method == "closed":
             ctx = context(dps + 10)
-            return context(dps).mpc(self._closed_cauchy(ctx, ctx.mpc(zc)))
+            return context(dps).mpc(self._closed_cauchy(ctx, to_mpc(ctx, zc)))
         if method == "polynomial":
             return branch_value(self._numeric, zc, dps, where=f"the Cauchy transform of {self!r}")
         return self._other_cauchy(zc, dps, method)
 
     def density(self, x, dps=15, method=None):
-        """Density ``ρ(x) = -Im G(x + i0)/π`` of the absolutely continuous part, at ``dps`` digits.
+        """Density ``ρ(x) = -Im G(x + i0)/π`` of the absolutely continuous part.
 
-        ``method`` is as for :meth:`cauchy`. Raises :class:`DomainError` at an
-        atom or where the density is unbounded.
+        Parameters
+        ----------
+        x : real number, mpf or str
+            The point.
+        dps : int
+            Decimal digits of the result.
+        method : {None, "closed", "polynomial"}
+            As for :meth:`cauchy` (``"subordination"`` too for a ⊞ result).
+
+        Returns
+        -------
+        mpf
+            In a local mpmath context at ``dps`` digits; exactly 0 where the
+            branch is real (outside the support).
+
+        Raises
+        ------
+        DomainError
+            At an atom or where the density is unbounded.
+        ConvergenceError
+            If the value cannot be certified (for instance extremely close to
+            a support edge).
         """
         dps = check_dps(dps)
         method = self._method(method, self._extra_methods())
-        xv = _real_point(context(2 * dps + 20), x)
+        xv = _real_point(x, dps)
         ctx = context(dps + 10)
         if method == "closed":
             return context(dps).mpf(self._closed_density(ctx, ctx.mpf(xv)))
@@ -459,7 +482,7 @@ class FreePoisson(ScalarLaw):
     (lam, lam)
     """
 
-    rate: object = 1
+    rate: object
     jump: object = 1
 
     def __post_init__(self):
@@ -542,7 +565,7 @@ class MarchenkoPastur(ScalarLaw):
     1/(c*w + 1)
     """
 
-    ratio: object = 1
+    ratio: object
     variance: object = 1
 
     def __post_init__(self):
@@ -608,8 +631,8 @@ class Atomic(ScalarLaw):
     g*z**2 - g*z - z + 1/2
     """
 
-    points: tuple = (0,)
-    weights: tuple = (1,)
+    points: tuple
+    weights: tuple
 
     def __post_init__(self):
         pts = tuple(_param(p, "point") for p in self.points)
@@ -636,8 +659,9 @@ class Atomic(ScalarLaw):
     def cauchy_equation(self):
         g, z = self.symbols
         den = sympy.prod([z - p for p in self.points])
-        num = sum(w * sympy.prod([z - q for q in self.points if q is not p])
-                  for p, w in zip(self.points, self.weights))
+        pts = self.points
+        num = sum(w * sympy.prod([z - q for j, q in enumerate(pts) if j != i])
+                  for i, w in enumerate(self.weights))
         return sympy.Poly(den * g - num, g, z)
 
     def moments(self, k):
@@ -682,8 +706,8 @@ class Arcsine(ScalarLaw):
     (1, 3/2, 5/2, 35/8)
     """
 
-    a: object = -1
-    b: object = 1
+    a: object
+    b: object
 
     def __post_init__(self):
         a, b = _param(self.a, "a"), _param(self.b, "b")
@@ -940,12 +964,18 @@ def _finish(resultant, gd, zd, moments_for, operation, origin):
         return vanishing_order(at_infinity(f, gd, zd, h, u), h, u, series, order)
 
     idx, order, failures = choose_factor(factors, check)
+    if check(factors[idx], 2 * order) is not None:
+        raise EliminationError(
+            f"{operation}: the factor kept matches the exact moments through order {order} "
+            f"but not through order {2 * order}"
+        )
+    order *= 2
     swap = {gd: G_SYMBOL, zd: Z_SYMBOL}
     named = tuple(f.xreplace(swap) for f in factors)
     reason = (
         f"kept factor {idx} of {len(factors)} (degree {sympy.degree(named[idx], G_SYMBOL)} in g): "
         f"the only one admitting g = 1/z + m_1/z^2 + ... with the exact moments of the "
-        f"{operation} through order {order}; the other factors first differ at orders "
+        f"{operation} (checked through order {order}); the other factors first differ at orders "
         f"{[f for f in failures if f is not None]}"
     )
     record = EliminationRecord(operation, named, idx, order, failures, reason)
@@ -1141,7 +1171,7 @@ def subordination(mu, nu, z, dps=15):
     dps = check_dps(dps)
     work = dps + guard_digits(dps)
     ctx = context(work)
-    zc = ctx.mpc(_point(context(2 * dps + 20), z))
+    zc = to_mpc(ctx, _point(z, work))
     if zc.imag < 0:
         r = subordination(mu, nu, ctx.conj(zc), dps)
         c = context(dps)
@@ -1172,7 +1202,7 @@ def subordination(mu, nu, z, dps=15):
     for _ in range(400):
         if yk == y:
             break
-        jump = y if (y > 0 or yk < 1e-3 * scale) else None
+        jump = y if (y == 0 and yk < 1e-3 * scale) else None
         step = jump if jump is not None else max(y, 0.5 * yk)
         done = False
         for _ in range(30):

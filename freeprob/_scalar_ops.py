@@ -533,7 +533,10 @@ def _select(roots, target, tol):
     d = [abs(r - target) for r in roots]
     i = min(range(len(d)), key=d.__getitem__)
     sep = min((abs(r - roots[i]) for k, r in enumerate(roots) if k != i), default=math.inf)
-    return (i if d[i] <= tol * sep else None), sep
+    # roots that escaped to infinity count as far away, not infinitely far:
+    # the prediction must also be close relative to the size of the root
+    near = min(sep, abs(roots[i]) + abs(target))
+    return (i if d[i] <= tol * near else None), sep
 
 
 def track_branch(num, x0, y0, where="the Cauchy transform", ctx=None):
@@ -562,8 +565,6 @@ def track_branch(num, x0, y0, where="the Cauchy transform", ctx=None):
         def point(y):
             return ctx.mpc(x0, y) if y > 0 else x0
     scale = 1.0 + abs(float(x0)) + num.radius
-    if 0 < y0 < tiny * scale:
-        y0 = 0 * y0
     # start far above: the asymptotic series selects the branch there
     Y = max(y0, 4.0 * scale)
     for _ in range(40):
@@ -591,10 +592,10 @@ def track_branch(num, x0, y0, where="the Cauchy transform", ctx=None):
             pred = g2 - (g2 - g1) / (y2 - y1) * y2
             r0 = num.roots(point(y0), ctx) or []
             j, s0 = _select(r0, pred, 0.05)
-            if j is not None and abs(pred - g2) < 0.05 * s0:
+            if j is not None and abs(pred - g2) < 0.05 * min(s0, abs(r0[j]) + abs(pred)):
                 return r0[j], s0
             if y < tiny * scale:
-                if abs(g2) * y2 > 1e-6:
+                if abs(g2) * y2 > 0.9 * abs(g1) * y1 and abs(g2) * y2 > 1e-8:
                     raise DomainError(
                         f"{where} has a pole at x = {x0}: the law has an atom there and no density"
                     )

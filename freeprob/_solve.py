@@ -53,7 +53,7 @@ class DysonSolution:
     converged: bool
 
 
-def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-12):
+def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-10):
     """Newton on all points; returns g, converged mask, residual."""
     P = g.shape[0]
     conv = np.zeros(P, bool)
@@ -110,7 +110,7 @@ def _advance(fast, g, z0, e0, z1, e1, depth, tol):
     return g1, conv, res
 
 
-def solve_fast(fast, z, eps=0.0, steps_per_decade=1.5, depth=10, tol=1e-12, raise_on_failure=True):
+def solve_fast(fast, z, eps=0.0, steps_per_decade=1.5, depth=10, tol=1e-10, raise_on_failure=True):
     """Solve at every point of ``z`` (Im z >= 0) in double precision.
 
     Parameters
@@ -147,16 +147,14 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.5, depth=10, tol=1e-12, rais
     # phase 1: down to y = max(target, 1e-3 scale) in steps, then one jump to the target
     y_mid = np.maximum(y_target, 1e-3 * t0)
     n = int(np.ceil(steps_per_decade * np.log10(scale / float(np.min(y_mid))))) + 1
-    conv = np.ones(P, bool)
     ys = [t0 * (y_mid / t0) ** (k / n) for k in range(n + 1)] + [y_target]
     loose = max(tol, 1e-7)
     for k in range(1, len(ys)):
         y0, y1 = ys[k - 1], ys[k]
+        # intermediate failures only slow the path down; the final step is what is verified
         g, c, res = _advance(fast, g, z.real + 1j * y0, y0, z.real + 1j * y1, y1, depth, loose)
-        conv &= c
     # phase 2: the regularization eps of the non-u rows goes to its final value at the target
-    g, c, res = _advance(fast, g, z, y_target, z, np.full(P, float(eps)), depth, tol)
-    conv &= c
+    g, conv, res = _advance(fast, g, z, y_target, z, np.full(P, float(eps)), depth, tol)
     phi, outs, _ = fast.phi(g, z, np.full(P, float(eps)))
     if raise_on_failure and not conv.all():
         i = int(np.argmin(conv))
