@@ -20,11 +20,49 @@ from ._errors import (
     ScalingError,
     ShapeError,
 )
+from ._equivalence import GaussianEquivalent, gaussian_equivalent
 from ._expr import dims, expression_graph, gaussian, identity, wigner
 from ._law import SpectralLaw, eigenvalue_law, singular_value_law
+from ._modelfile import Model, builtin_models, find_model, load_model
+from ._montecarlo import CheckReport, check, sample_spectrum
 from ._precision import fmt
+from ._scalar import (
+    AlgebraicLaw,
+    Arcsine,
+    Atomic,
+    FreePoisson,
+    MarchenkoPastur,
+    Semicircle,
+    free_additive_convolution,
+    free_cumulants_from_moments,
+    free_multiplicative_convolution,
+    moments_from_free_cumulants,
+    subordination,
+)
+from ._softmax import sample_attention
 
 __all__ = [
+    "AlgebraicLaw",
+    "Arcsine",
+    "Atomic",
+    "CheckReport",
+    "FreePoisson",
+    "GaussianEquivalent",
+    "MarchenkoPastur",
+    "Model",
+    "Semicircle",
+    "builtin_models",
+    "check",
+    "find_model",
+    "free_additive_convolution",
+    "free_cumulants_from_moments",
+    "free_multiplicative_convolution",
+    "gaussian_equivalent",
+    "load_model",
+    "moments_from_free_cumulants",
+    "sample_attention",
+    "sample_spectrum",
+    "subordination",
     "ConvergenceError",
     "DomainError",
     "EliminationError",

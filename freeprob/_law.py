@@ -403,6 +403,27 @@ class SpectralLaw:
                 out.append((ctx.mpf(x0), ctx.mpf(m)))
         return out
 
+    def cdf_function(self, nodes=2000):
+        """The distribution function as a :class:`~freeprob._cdf.DistributionTable` (double precision).
+
+        Built from the support (edges to 15 digits), the atoms at 0 and the
+        fast density; raises if the total mass is not one.
+        """
+        if getattr(self, "_cdf", None) is None:
+            from ._cdf import tabulate
+
+            intervals = [(float(a), float(b)) for a, b in self.support()]
+            try:
+                atoms = [(float(x), float(m)) for x, m in self.atoms()]
+            except ConvergenceError:
+                atoms = []
+            self._cdf = tabulate(self.density_fast, intervals, atoms, nodes=nodes)
+        return self._cdf
+
+    def quantile(self, p):
+        """The ``p``-quantile of the law (double precision)."""
+        return self.cdf_function().quantile(p)
+
     def __repr__(self):
         r = ", ".join(f"{k}={v}" for k, v in self.ratios.items())
         return f"SpectralLaw({self.name!r}, law={self.law!r}, ratios={{{r}}})"

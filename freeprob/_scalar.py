@@ -1155,6 +1155,11 @@ def subordination(mu, nu, z, dps=15):
     -------
     SubordinationResult
 
+    References
+    ----------
+    S. T. Belinschi, H. Bercovici, "A new approach to subordination results in
+    free probability", J. Anal. Math. 101 (2007).
+
     Raises
     ------
     ConvergenceError

@@ -664,10 +664,9 @@ def branch_value(num, z, dps, where="the Cauchy transform"):
     """
     dps = check_dps(dps)
     work = dps + guard_digits(dps)
-    ctx = context(work)
-    zc = to_mpc(ctx, z)
+    zc = to_mpc(context(2 * work), z)  # kept exact through the precision increases below
     if zc.imag < 0:
-        return ctx.conj(branch_value(num, ctx.conj(zc), dps, where))
+        return branch_value(num, zc.conjugate(), dps, where).conjugate()
     x0, y0 = float(zc.real), float(zc.imag)
     real_target = zc.imag == 0
     try:
