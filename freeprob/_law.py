@@ -372,15 +372,30 @@ class SpectralLaw:
                 else:
                     raise ConvergenceError(f"the density is positive at the start of the grid x = {xs[0]}")
             else:
-                left = self._edge(xs[i0 - 1], xs[i0], dps, ctx)
-            right = self._edge(xs[i1 + 1], xs[i1], dps, ctx)
+                left = self._edge(xs[i0 - 1], xs[i0], dps, ctx, thr)
+            right = self._edge(xs[i1 + 1], xs[i1], dps, ctx, thr)
             out.append((left, right))
         return out
 
-    def _edge(self, x_out, x_in, dps, ctx):
+    def _edge(self, x_out, x_in, dps, ctx, thr):
         from ._support import refine_edge
 
-        e = refine_edge(self.numeric_system, self._z_of(x_out), dps, z_in=self._z_of(x_in))
+        # shrink the grid bracket in double precision first (a 16-point search per
+        # round on the density's sign), so that Newton on the fold system starts
+        # well inside its basin
+        width = abs(x_in - x_out)
+        bracket = (self._z_of(x_out), self._z_of(x_in))
+        for _ in range(4):
+            ts = np.linspace(x_out, x_in, 18)[1:-1]
+            d = np.nan_to_num(self.density_fast(ts))
+            inside = np.nonzero(d > thr)[0]
+            if not len(inside):
+                break
+            k = inside[0]
+            x_out, x_in = (ts[k - 1] if k > 0 else x_out), ts[k]
+            if abs(x_in - x_out) < 1e-7 * width:
+                break
+        e = refine_edge(self.numeric_system, self._z_of(x_out), dps, bracket=bracket)
         e = ctx.mpf(e)
         return e if self.law == "eigenvalues" else e * e
 

@@ -7,7 +7,7 @@ computation in freeprob runs in a context made by :func:`context`.
 import mpmath
 import sympy
 
-__all__ = ["context", "guard_digits", "to_mpc", "to_mpf", "fmt", "mp_to_str", "check_dps"]
+__all__ = ["exact", "context", "guard_digits", "to_mpc", "to_mpf", "fmt", "mp_to_str", "check_dps"]
 
 
 def check_dps(dps):
@@ -45,9 +45,22 @@ def context(dps):
     return ctx
 
 
+def exact(value):
+    """An exact sympy number from an int, float (its shortest decimal), str or sympy value.
+
+    >>> exact("0.2"), exact(0.1), exact("1/3")
+    (1/5, 1/10, 1/3)
+    """
+    if isinstance(value, float):
+        return sympy.Rational(repr(value))
+    if isinstance(value, str):
+        return sympy.sympify(value.replace("j", "*I") if value.rstrip().endswith("j") else value, rational=True)
+    return sympy.sympify(value)
+
+
 def to_mpf(ctx, value):
     """Convert an exact sympy number (or int, str, float) to an mpf of ``ctx`` at its precision."""
-    value = sympy.sympify(value)
+    value = exact(value)
     if not value.is_number:
         raise TypeError(f"cannot convert the non-numeric expression {value} to a number")
     num = sympy.Float(value.evalf(ctx.dps + 5), ctx.dps + 5)
@@ -57,10 +70,10 @@ def to_mpf(ctx, value):
 def to_mpc(ctx, value):
     """Convert an exact sympy number, complex or str to an mpc of ``ctx``."""
     if isinstance(value, (complex,)):
-        return ctx.mpc(value.real, value.imag)
+        return ctx.mpc(to_mpf(ctx, value.real), to_mpf(ctx, value.imag))
     if isinstance(value, (mpmath.mpf, mpmath.mpc)) or type(value).__name__ in ("mpf", "mpc"):
         return ctx.mpc(value)
-    value = sympy.sympify(value)
+    value = exact(value)
     re, im = value.as_real_imag()
     return ctx.mpc(to_mpf(ctx, re), to_mpf(ctx, im))
 

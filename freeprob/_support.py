@@ -48,7 +48,7 @@ def _pinv_solve(ctx, a, b):
     return [sum(v[k, j] * coef[k] for k in range(len(sv))) for j in range(n)]
 
 
-def refine_edge(system, z_out, dps, z_in=None):
+def refine_edge(system, z_out, dps, bracket=None):
     """A soft edge of the support, in the system variable, to ``dps`` digits.
 
     Parameters
@@ -56,9 +56,9 @@ def refine_edge(system, z_out, dps, z_in=None):
     system : DysonSystem (fully substituted)
     z_out : float
         A point just outside the support near the edge.
-    z_in : float, optional
-        A point just inside; the edge must lie between ``z_out`` and ``z_in``
-        (with a margin of one bracket width) or the result is refused.
+    bracket : (float, float), optional
+        The edge must lie in this interval (with a margin of one bracket
+        width) or the result is refused.
 
     Raises
     ------
@@ -100,8 +100,8 @@ def refine_edge(system, z_out, dps, z_in=None):
     else:
         raise ConvergenceError(f"no support edge found near z = {z_out}", point=z_out, dps=dps)
     edge = unk[r]
-    if z_in is not None:
-        lo, hi = sorted((z_out, z_in))
+    if bracket is not None:
+        lo, hi = sorted(bracket)
         width = hi - lo
         if not (lo - width <= float(edge) <= hi + width):
             raise ConvergenceError(

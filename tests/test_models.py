@@ -1,0 +1,99 @@
+"""Registry-driven checks: every built-in model in models/ gets the same battery.
+
+Mass one (density integrated over the support plus the atoms), a non-negative
+density, ``Im G < 0`` above the axis, ``G(z) = sum m_k z^(-k-1)`` at large
+``z`` with the exact moments, and (slow suite) Monte-Carlo agreement at
+N = 2000.
+"""
+
+import numpy as np
+import pytest
+import sympy
+
+import freeprob as fp
+from freeprob._precision import context
+
+MODELS = sorted(fp.builtin_models())
+
+
+@pytest.fixture(scope="module", params=MODELS)
+def law(request):
+    return fp.find_model(request.param).law()
+
+
+def test_registry_is_complete():
+    for name in ["marchenko-pastur", "wigner-semicircle", "wigner-plus-wishart", "gaussian-product", "attention-single-head"]:
+        assert name in MODELS
+
+
+def test_density_nonnegative_and_mass_one(law):
+    cdf = law.cdf_function()
+    atoms = sum(m for _, m in cdf.atoms)
+    # the quadrature's own error estimate (two node counts) plus the ~1e-8
+    # accuracy of the double-precision density bounds the defect
+    assert abs(cdf.mass_ac + atoms - 1) <= cdf.quad_error + 1e-7
+    lo = min(a for a, _ in cdf.intervals)
+    hi = max(b for _, b in cdf.intervals)
+    xs = np.linspace(lo, hi, 101)[1:-1]
+    d = law.density_fast(xs)
+    assert np.all(np.nan_to_num(d, nan=0.0) >= 0)
+
+
+def test_upper_half_plane(law):
+    for z in ["0.3+0.1*I", "1+1*I", "-2+0.5*I", "5+3*I"]:
+        g = law.cauchy(z, dps=20)
+        assert g.imag < 0
+
+
+def test_cauchy_at_infinity_matches_exact_moments(law):
+    """G(z) - sum_{k<=4} m_k z^(-k-1) = O(|z|^-6) at z = 10^3 i, to 40 digits."""
+    ms = [sympy.Integer(1)] + list(law.moments(4))
+    ctx = context(60)
+    z = ctx.mpc(0, 1000)
+    series = sum(ctx.mpf(sympy.N(m, 60)) / z ** (k + 1) for k, m in enumerate(ms))
+    g = law.cauchy("1000*I", dps=40)
+    m5_bound = abs(ctx.mpf(sympy.N(law.moments(6)[5], 30))) + 1
+    assert abs(ctx.mpc(g) - series) <= m5_bound / abs(z) ** 6 + ctx.mpf(10) ** -40
+
+
+def test_moments_are_exact_rationals_when_ratios_are_rational():
+    law = fp.find_model("marchenko-pastur").law()
+    lam = sympy.Rational(1, 2)
+    narayana = [sum(sympy.binomial(k, j) * sympy.binomial(k, j - 1) / k * lam ** (j - 1) for j in range(1, k + 1)) for k in range(1, 7)]
+    assert law.moments(6) == narayana
+
+
+@pytest.mark.parametrize(
+    "name, overrides, mass",
+    [
+        ("marchenko-pastur", {"p": "2", "n": "1"}, sympy.Rational(1, 2)),
+        ("gaussian-product", {"p": "2"}, sympy.Rational(1, 4)),
+        ("gaussian-product-3", {"p": "1", "m": "0.25"}, sympy.Rational(3, 4)),
+    ],
+)
+def test_atom_at_zero_for_rank_deficient_models(name, overrides, mass):
+    """Rank of a product is the smallest inner dimension: the atom at 0 is 1 - rank/rows."""
+    law = fp.find_model(name).with_values(overrides).law()
+    atoms = law.atoms(dps=25)
+    assert len(atoms) == 1 and atoms[0][0] == 0
+    ctx = context(30)
+    assert abs(atoms[0][1] - ctx.mpf(sympy.N(mass, 30))) < ctx.mpf(10) ** -25
+
+
+def test_no_atom_for_full_rank():
+    assert fp.find_model("marchenko-pastur").law().atoms(dps=20) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MODELS)
+def test_monte_carlo_agreement_at_2000(name):
+    """freeprob check at N = 2000: the O(1/N) bias is removed by Richardson
+    extrapolation from N/2 and N, and each statistic must lie within the
+    Student-t critical value (family-wise level 1e-3) of the theory, in units of
+    its replicate standard error (see freeprob._montecarlo)."""
+    law = fp.find_model(name).law()
+    rep = fp.check(law, n=2000, reps=6, seed=12345)
+    assert rep.passed, rep.text()
+    # the KS distance shrinks with N (O(1/N) up to logarithms): allow one
+    # factor sqrt(2) of fluctuation on the expected halving
+    assert rep.ks <= rep.ks_half / 2 * np.sqrt(2) + 2e-3, rep.text()
