@@ -92,6 +92,10 @@ class SpectralLaw:
         self._reduction = None
         self._numeric = None
         self._fast = None
+        self._cdf = None
+        # the symbolic reduction runs now, so that bad input (shapes, scaling,
+        # symmetry) is reported when the law is made, not at its first use
+        self.reduction
 
     # -- symbolic -------------------------------------------------------------
     @property
@@ -424,7 +428,7 @@ class SpectralLaw:
         Built from the support (edges to 15 digits), the atoms at 0 and the
         fast density; raises if the total mass is not one.
         """
-        if getattr(self, "_cdf", None) is None:
+        if self._cdf is None:
             from ._cdf import tabulate
 
             intervals = [(float(a), float(b)) for a, b in self.support()]

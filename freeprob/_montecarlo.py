@@ -8,10 +8,13 @@ so the user's own scale factors are what is tested.
 :func:`check` compares samples with the theory. For polynomials in Gaussian
 matrices, linear statistics (moments, the counting function at fixed points)
 have fluctuations of order ``1/N`` and a bias ``c/N + O(1/N^2)``. The check
-therefore samples ``reps`` replicates at ``N`` and at ``N/2``, removes the
-``1/N`` bias by Richardson extrapolation, ``s_inf = 2 s(N) - s(N/2)``, and
-compares ``s_inf`` with the theory in units of its standard error estimated
-from the replicates (a Student-t test with a Bonferroni family-wise level).
+therefore samples ``reps`` replicates at ``N`` and ``2 reps`` at ``N/2``,
+removes the ``1/N`` bias by Richardson extrapolation,
+``s_inf = 2 s(N) - s(N/2)``, and compares ``s_inf`` with the theory in units
+of its standard error (a Student-t test with a Bonferroni family-wise level).
+The variance is pooled over both sizes on the scale ``Var s(N) = sigma^2/N^2``
+of linear statistics (for counting statistics the true scale carries an
+extra ``log N``, which makes the pooled error slightly conservative at ``N``).
 The Kolmogorov-Smirnov distance is reported at both sizes; it should halve
 from ``N/2`` to ``N``.
 """
@@ -148,7 +151,7 @@ class CheckReport:
 
     def text(self):
         lines = [
-            f"Monte-Carlo check of {self.model}: {self.reps} samples at N = {self.n} and at N = {self.n // 2}",
+            f"Monte-Carlo check of {self.model}: {self.reps} samples at N = {self.n} and {2 * self.reps} at N = {self.n // 2}",
             f"KS distance to the theoretical CDF: {self.ks:.3e} at N, {self.ks_half:.3e} at N/2 (expected to shrink like 1/N)",
             f"{'statistic':<14}{'theory':>14}{'at N':>14}{'at N/2':>14}{'N->inf':>14}{'s.e.':>11}{'|t|':>7}",
         ]
@@ -159,8 +162,9 @@ class CheckReport:
             )
         lines.append(
             f"verdict: {'PASS' if self.passed else 'FAIL'} (every |t| <= {self.critical:.2f}: Student t with "
-            f"{self.reps - 1} degrees of freedom, family-wise level 0.001 over {len(self.statistics)} statistics, "
-            f"after removing the 1/N bias by Richardson extrapolation)"
+            f"{3 * self.reps - 2} degrees of freedom, family-wise level 0.001 over {len(self.statistics)} statistics, "
+            f"after removing the 1/N bias by Richardson extrapolation; standard errors pooled over both sizes "
+            f"on the 1/N fluctuation scale of linear statistics)"
         )
         return "\n".join(lines)
 
@@ -179,8 +183,9 @@ def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.7
     theory_m = [float(sympy.re(sympy.N(m))) if isinstance(m, sympy.Basic) else float(m) for m in law.moments(moments) ]
     # quantiles of the absolutely continuous part, so that no point sits on an atom
     qpoints = [float(cdf.ac_quantile(p)) for p in quantiles]
+    nh = max(n // 2, 10)
     big = [sample_spectrum(law, n, rng) for _ in range(reps)]
-    half = [sample_spectrum(law, max(n // 2, 10), rng) for _ in range(reps)]
+    half = [sample_spectrum(law, nh, rng) for _ in range(2 * reps)]
 
     def stats(spec):
         out = [np.mean(spec ** k) for k in range(1, moments + 1)]
@@ -192,10 +197,15 @@ def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.7
     theory = theory_m + [cdf(q) for q in qpoints]
     names = [f"m{k}" for k in range(1, moments + 1)] + [f"F(q{p:g})" for p in quantiles]
     mean_b, mean_h = sb.mean(0), sh.mean(0)
-    se_b, se_h = sb.std(0, ddof=1) / np.sqrt(reps), sh.std(0, ddof=1) / np.sqrt(reps)
+    # linear statistics fluctuate like sigma/N: pool the two sizes' variances on that scale
+    rb, rh = len(big), len(half)
+    df = (rb - 1) + (rh - 1)
+    sigma2 = ((rb - 1) * n**2 * sb.var(0, ddof=1) + (rh - 1) * nh**2 * sh.var(0, ddof=1)) / df
+    se_b = np.sqrt(sigma2 / rb) / n
+    se_h = np.sqrt(sigma2 / rh) / nh
     est = 2 * mean_b - mean_h
     se = np.sqrt(4 * se_b ** 2 + se_h ** 2)
-    crit = student_t_quantile(1 - level / (2 * len(names)), reps - 1)
+    crit = student_t_quantile(1 - level / (2 * len(names)), df)
     rows = []
     ok = True
     for i, name in enumerate(names):

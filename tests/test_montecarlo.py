@@ -1,0 +1,74 @@
+"""Monte-Carlo of the same expression: sampling discipline and a fast check."""
+
+import numpy as np
+import pytest
+import sympy
+
+import freeprob as fp
+from freeprob._montecarlo import sample_matrix, sizes_for, student_t_quantile
+
+
+def test_sizes_and_seeded_reproducibility():
+    law = fp.find_model("gaussian-product").law()
+    assert sizes_for(law, 100) == {s: int(round(float(r) * 100)) for s, r in law.ratios.items()}
+    a = fp.sample_spectrum(law, 60, rng=1)
+    b = fp.sample_spectrum(law, 60, rng=1)
+    assert np.array_equal(a, b)
+    assert len(a) == 60  # over the rows of P (p = 1 * N)
+
+
+def test_repeated_leaf_is_one_draw():
+    p, n = fp.dims("p n")
+    X = fp.gaussian("X", (p, n))
+    law = fp.eigenvalue_law(X @ X.T / n - X @ X.T / n, ratios={p: 1, n: 1})
+    assert np.allclose(sample_matrix(law, 30, rng=0), 0)
+
+
+def test_user_scale_factors_are_used():
+    p, n = fp.dims("p n")
+    X = fp.gaussian("X", (p, n), variance=4)
+    law = fp.eigenvalue_law(X @ X.T / n, ratios={p: 1, n: 1})
+    m = sample_matrix(law, 400, rng=0)
+    # E (1/p) tr X X^T / n = variance = 4; fluctuation of the mean of p*n squares is ~ 4 sqrt(2/(p n))
+    assert abs(np.trace(m) / 400 - 4) < 5 * 4 * np.sqrt(2 / 400**2)
+
+
+def test_student_t_quantile():
+    # known values: t_{0.975, 5} = 2.5706, t_{0.995, 3} = 5.8409
+    assert abs(student_t_quantile(0.975, 5) - 2.570582) < 1e-5
+    assert abs(student_t_quantile(0.995, 3) - 5.840909) < 1e-5
+
+
+@pytest.mark.parametrize("name", ["marchenko-pastur", "wigner-plus-wishart"])
+def test_fast_check_passes(name):
+    law = fp.find_model(name).law()
+    rep = fp.check(law, n=400, reps=5, seed=11)
+    assert rep.passed, rep.text()
+
+
+def test_check_detects_a_wrong_theory():
+    """The verdict has power: the theory of a different ratio must fail.
+
+    p/n = 0.5 sampled, p/n = 0.6 theory: m2 = 1 + p/n differs by 0.1. At N = 400
+    the pooled standard error of the extrapolated m2 is about
+    sigma/N with sigma ~ 2 (Var of (1/p) tr W^2 for Wishart ~ 4/N^2), i.e. 0.005,
+    so |t| ~ 20, far above the critical value (~5.4)."""
+    model = fp.find_model("marchenko-pastur")
+    wrong = model.with_values({"p": "0.6"}).law()
+    right = model.law()
+    rep = fp.check(right, n=400, reps=5, seed=11)
+    assert rep.passed
+    # sample the p = 0.5 model but compare with the p = 0.6 theory
+    from freeprob import _montecarlo
+
+    class Swapped:
+        def __getattr__(self, item):
+            return getattr(wrong, item)
+
+    swapped = Swapped()
+    swapped.ratios = right.ratios
+    swapped.expr = right.expr
+    swapped.law = right.law
+    swapped.params = right.params
+    rep = _montecarlo.check(swapped, n=400, reps=5, seed=11)
+    assert not rep.passed
