@@ -457,8 +457,10 @@ def eigenvalue_law(expr, ratios, params=None, name=None):
     >>> p, n = fp.dims("p n")
     >>> X = fp.gaussian("X", (p, n))
     >>> law = fp.eigenvalue_law(X @ X.T / n, ratios={p: 0.5, n: 1})
-    >>> fp.fmt(law.density(1.0, dps=30), 20)
-    '0.43920523215896342050'
+    >>> fp.fmt(law.density(1.0, dps=30), 20)   # sqrt((b - 1)(1 - a))/pi, a, b = (1 -+ sqrt(1/2))^2
+    '0.42108439934779238984'
+    >>> law.moments(3)
+    [1, 3/2, 11/4]
     """
     return SpectralLaw(expr, "eigenvalues", ratios, params, name)
 

@@ -53,8 +53,14 @@ class DysonSolution:
     converged: bool
 
 
-def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-10):
-    """Newton on all points; returns g, converged mask, residual."""
+def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-10, verify=True):
+    """Newton on all points; returns g, converged mask, residual, outputs.
+
+    With ``verify=False`` (intermediate steps of a path) a point also counts as
+    converged once its Newton step is below ``1e-5`` relative: quadratic
+    convergence then puts the residual near ``1e-10``, and the final,
+    verified step of the path checks it anyway.
+    """
     P = g.shape[0]
     conv = np.zeros(P, bool)
     res = np.full(P, np.inf)
@@ -62,10 +68,11 @@ def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-10):
     for _ in range(maxiter):
         phi, outs, jac = fast.phi(g, z, eps, jacobian=True)
         r = g - phi
-        res = np.max(np.abs(r), axis=1) / (1 + np.max(np.abs(g), axis=1))
+        scale = 1 + np.max(np.abs(g), axis=1)
+        res = np.max(np.abs(r), axis=1) / scale
         conv = np.isfinite(res) & (res < tol)
         if conv.all():
-            break
+            return g, conv, res, outs
         with np.errstate(all="ignore"):
             try:
                 delta = np.linalg.solve(eye[None] - jac, r[:, :, None])[:, :, 0]
@@ -75,6 +82,12 @@ def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-10):
         bad = ~np.isfinite(delta).all(axis=1)
         delta[bad] = 0
         g = g - delta
+        if not verify:
+            step = np.max(np.abs(delta), axis=1) / scale
+            small = ~bad & (step < 1e-5)
+            if (conv | small).all():
+                res = np.where(conv, res, step**2)
+                return g, conv | small, res, outs
     phi, outs, _ = fast.phi(g, z, eps)
     res = np.max(np.abs(g - phi), axis=1) / (1 + np.max(np.abs(g), axis=1))
     conv = np.isfinite(res) & (res < tol)
@@ -93,24 +106,24 @@ def _halfplane_ok(outs, z, tol):
     return np.all(outs.imag <= tol * (1 + np.abs(outs)), axis=1) | (z.imag <= 0)
 
 
-def _advance(fast, g, z0, e0, z1, e1, depth, tol):
+def _advance(fast, g, z0, e0, z1, e1, depth, tol, verify=True):
     """Move solutions from (z0, e0) to (z1, e1), splitting failed steps."""
-    g1, conv, res, outs = _newton_fast(fast, g.copy(), z1, e1, tol=tol)
+    g1, conv, res, outs = _newton_fast(fast, g.copy(), z1, e1, tol=tol, verify=verify)
     conv &= _halfplane_ok(outs, z1, 1e-8)
     if conv.all() or depth == 0:
         return g1, conv, res
     bad = ~conv
     zm = (z0[bad] + z1[bad]) / 2
     em = (e0[bad] + e1[bad]) / 2
-    gm, cm, _ = _advance(fast, g[bad], z0[bad], e0[bad], zm, em, depth - 1, tol)
-    g2, c2, r2 = _advance(fast, gm, zm, em, z1[bad], e1[bad], depth - 1, tol)
+    gm, cm, _ = _advance(fast, g[bad], z0[bad], e0[bad], zm, em, depth - 1, tol, verify)
+    g2, c2, r2 = _advance(fast, gm, zm, em, z1[bad], e1[bad], depth - 1, tol, verify)
     g1[bad] = g2
     conv[bad] = c2 & cm
     res[bad] = r2
     return g1, conv, res
 
 
-def solve_fast(fast, z, eps=0.0, steps_per_decade=1.5, depth=10, tol=1e-10, raise_on_failure=True):
+def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, raise_on_failure=True, anchors=True):
     """Solve at every point of ``z`` (Im z >= 0) in double precision.
 
     Parameters
@@ -121,6 +134,9 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.5, depth=10, tol=1e-10, rais
         the real axis).
     eps : float
         Final regularization of the non-``u`` rows (0 by default).
+    anchors : bool
+        With 200 points or more, follow full paths only for every 8th point and
+        start the others from their neighbours (see ``_solve_by_anchors``).
 
     Returns
     -------
@@ -131,6 +147,69 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.5, depth=10, tol=1e-10, rais
     """
     z = np.atleast_1d(np.asarray(z, dtype=complex))
     P = len(z)
+    if P >= 200 and anchors:
+        g, outs, conv, res = _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade)
+    else:
+        g, outs, conv, res = _solve_paths(fast, z, eps, tol, depth, steps_per_decade)
+    if raise_on_failure and not conv.all():
+        i = int(np.argmin(conv))
+        raise ConvergenceError(
+            f"the double-precision Dyson solve did not converge at z = {z[i]!r} (residual {res[i]:.3g}); "
+            f"the point may sit on a support edge: move it slightly or use the high-precision path",
+            point=z[i],
+            residual=float(res[i]),
+        )
+    return g, outs, conv, res
+
+
+def _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade, stride=8):
+    """Many points: full paths for every ``stride``-th point (by real part),
+    Newton straight at the target for the others from the linear interpolation
+    of their two neighbouring anchors.
+
+    A result from an interpolated start is kept only if it stays close to the
+    interpolant (within a quarter of the anchors' own difference, which is the
+    scale on which a smooth branch moves between them); otherwise, as near an
+    edge where the branch is not smooth, the point gets a full path of its own.
+    This keeps every point on the branch continued from ``Im z`` large.
+    """
+    order = np.argsort(z.real, kind="stable")
+    zs = z[order]
+    idx = np.arange(len(zs))
+    is_anchor = (idx % stride == 0) | (idx == len(zs) - 1)
+    ga, oa, ca, ra = _solve_paths(fast, zs[is_anchor], eps, tol, depth, steps_per_decade)
+    a_pos = idx[is_anchor]
+    P = len(zs)
+    g = np.zeros((P, fast.r), complex)
+    outs = np.zeros((P, len(fast.outputs)), complex)
+    conv = np.zeros(P, bool)
+    res = np.full(P, np.inf)
+    g[is_anchor], outs[is_anchor], conv[is_anchor], res[is_anchor] = ga, oa, ca, ra
+    rest = idx[~is_anchor]
+    hi = np.searchsorted(a_pos, rest)
+    lo = hi - 1
+    w = ((zs.real[rest] - zs.real[a_pos[lo]]) / (zs.real[a_pos[hi]] - zs.real[a_pos[lo]] + 1e-300))[:, None]
+    g0 = (1 - w) * ga[lo] + w * ga[hi]
+    spread = np.max(np.abs(ga[hi] - ga[lo]), axis=1)
+    ok_anchor = ca[lo] & ca[hi]
+    eps_arr = np.full(len(rest), float(eps))
+    g1, c1, r1, o1 = _newton_fast(fast, g0.copy(), zs[rest], eps_arr, tol=tol)
+    c1 &= _halfplane_ok(o1, zs[rest], 1e-8)
+    near = np.max(np.abs(g1 - g0), axis=1) <= 0.25 * spread + 1e-8 * (1 + np.max(np.abs(g1), axis=1))
+    good = c1 & near & ok_anchor
+    g[rest[good]], outs[rest[good]], conv[rest[good]], res[rest[good]] = g1[good], o1[good], True, r1[good]
+    redo = rest[~good]
+    if len(redo):
+        gr, orr, cr, rr = _solve_paths(fast, zs[redo], eps, tol, depth, steps_per_decade)
+        g[redo], outs[redo], conv[redo], res[redo] = gr, orr, cr, rr
+    inv = np.empty_like(order)
+    inv[order] = idx
+    return g[inv], outs[inv], conv[inv], res[inv]
+
+
+def _solve_paths(fast, z, eps, tol, depth, steps_per_decade):
+    """Every point by its own path from ``Im z`` large (vectorized)."""
+    P = len(z)
     y_target = np.maximum(z.imag, 1e-300)
     scale = max(4.0, 2.0 * float(np.max(np.abs(z)))) if P else 4.0
     t0 = np.full(P, scale)
@@ -138,9 +217,10 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.5, depth=10, tol=1e-10, rais
     zt = z.real + 1j * t0
     g = np.zeros((P, fast.r), complex)
     for _ in range(100):
-        # far from the axis the map is a strong contraction: plain iteration is enough
+        # far from the axis the map is a strong contraction: a few plain
+        # iterations give Newton a start well inside its basin
         phi, _, _ = fast.phi(g, zt, t0)
-        done = np.max(np.abs(phi - g)) < 1e-9
+        done = np.max(np.abs(phi - g)) < 1e-4
         g = phi
         if done:
             break
@@ -152,18 +232,10 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.5, depth=10, tol=1e-10, rais
     for k in range(1, len(ys)):
         y0, y1 = ys[k - 1], ys[k]
         # intermediate failures only slow the path down; the final step is what is verified
-        g, c, res = _advance(fast, g, z.real + 1j * y0, y0, z.real + 1j * y1, y1, depth, loose)
+        g, c, res = _advance(fast, g, z.real + 1j * y0, y0, z.real + 1j * y1, y1, depth, loose, verify=False)
     # phase 2: the regularization eps of the non-u rows goes to its final value at the target
     g, conv, res = _advance(fast, g, z, y_target, z, np.full(P, float(eps)), depth, tol)
     phi, outs, _ = fast.phi(g, z, np.full(P, float(eps)))
-    if raise_on_failure and not conv.all():
-        i = int(np.argmin(conv))
-        raise ConvergenceError(
-            f"the double-precision Dyson solve did not converge at z = {z[i]!r} (residual {res[i]:.3g}); "
-            f"the point may sit on a support edge: move it slightly or use the high-precision path",
-            point=z[i],
-            residual=float(res[i]),
-        )
     return g, outs, conv, res
 
 
