@@ -154,51 +154,81 @@ def fast_system(system):
 
 
 class MPSystem:
-    """A Dyson system with numbers of an mpmath context, for one point at a time."""
+    """A Dyson system at the precision of an mpmath context, for one point at a time.
+
+    The linear algebra runs in python-flint's ``acb_mat`` (ball arithmetic in
+    C, far faster than mpmath matrices) at the context's precision plus 20
+    bits, entered through ``flint.ctx.workprec`` so flint's own precision is
+    restored afterwards; numbers cross back to the mpmath context as the balls'
+    midpoints. A matrix that is singular within the working precision raises
+    :class:`~freeprob.ConvergenceError`.
+    """
 
     def __init__(self, system, ctx):
+        import flint
+
         _check_numeric(system)
         self.system = system
         self.ctx = ctx
         self.r = system.n_unknowns
+        self.prec = ctx.prec + 20
         self.spaces = []
-        for s, rows in enumerate(system.blocks):
-            k = len(rows)
-            u = [False] * k
-            for s2, i in system.u:
-                if s2 == s:
-                    u[i] = True
-            b = [[to_mpc(ctx, system.b[s][i, j]) for j in range(k)] for i in range(k)]
-            terms = [(i, j, kk, to_mpc(ctx, c)) for s2, i, j, kk, c in system.eta if s2 == s]
-            reads = [(kk, p, q) for kk, (s2, p, q) in enumerate(system.unknowns) if s2 == s]
-            self.spaces.append((k, u, b, terms, reads))
+        with flint.ctx.workprec(self.prec):
+            for s, rows in enumerate(system.blocks):
+                k = len(rows)
+                u = [False] * k
+                for s2, i in system.u:
+                    if s2 == s:
+                        u[i] = True
+                base = [[-flint.acb(to_mpc(ctx, system.b[s][i, j])) for j in range(k)] for i in range(k)]
+                terms = [(i, j, kk, flint.acb(to_mpc(ctx, c))) for s2, i, j, kk, c in system.eta if s2 == s]
+                reads = [(kk, p, q) for kk, (s2, p, q) in enumerate(system.unknowns) if s2 == s]
+                self.spaces.append((k, u, base, terms, reads))
         self.outputs = tuple(system.u)
+
+    def _mpc(self, x):
+        return self.ctx.make_mpc((x.real.mid()._mpf_, x.imag.mid()._mpf_))
 
     def phi(self, g, z, eps, jacobian=False):
         """``Phi(g)``, outputs and optionally the Jacobian, as lists of mpc."""
-        ctx = self.ctx
+        import flint
+
+        from ._errors import ConvergenceError
+
         r = self.r
-        phi = [ctx.mpc(0)] * r
-        jac = [[ctx.mpc(0)] * r for _ in range(r)] if jacobian else None
-        fs = []
-        for k, u, b, terms, reads in self.spaces:
-            a = ctx.matrix(k, k)
-            for i in range(k):
-                for j in range(k):
-                    a[i, j] = -b[i][j]
-                a[i, i] += z if u[i] else ctx.mpc(0, eps)
-            for i, j, kk, c in terms:
-                a[i, j] -= c * g[kk]
-            f = ctx.inverse(a)
-            fs.append(f)
-            for kk, p, q in reads:
-                phi[kk] = f[p, q]
-            if jacobian:
+        with flint.ctx.workprec(self.prec):
+            gb = [flint.acb(self.ctx.mpc(x)) for x in g]
+            zb = flint.acb(self.ctx.mpc(z))
+            eb = flint.acb(0, flint.arb(self.ctx.mpf(eps)))
+            zero = flint.acb(0)
+            phi = [zero] * r
+            jac = [[zero] * r for _ in range(r)] if jacobian else None
+            fs = []
+            for k, u, base, terms, reads in self.spaces:
+                a = flint.acb_mat(base)
+                for i in range(k):
+                    a[i, i] += zb if u[i] else eb
+                for i, j, kk, c in terms:
+                    a[i, j] -= c * gb[kk]
+                try:
+                    f = a.inv()
+                except ZeroDivisionError:
+                    raise ConvergenceError(
+                        f"the Dyson matrix is singular within {self.ctx.dps} digits at z = {self.ctx.nstr(z, 15)}",
+                        point=z,
+                    ) from None
+                fs.append(f)
                 for kk, p, q in reads:
-                    row = jac[kk]
-                    for i, j, k2, c in terms:
-                        row[k2] += c * f[p, i] * f[j, q]
-        outs = [fs[s][i, i] for s, i in self.outputs]
+                    phi[kk] = f[p, q]
+                if jacobian:
+                    for kk, p, q in reads:
+                        row = jac[kk]
+                        for i, j, k2, c in terms:
+                            row[k2] += c * f[p, i] * f[j, q]
+            outs = [self._mpc(fs[s][i, i]) for s, i in self.outputs]
+            phi = [self._mpc(x) for x in phi]
+            if jacobian:
+                jac = [[self._mpc(x) for x in row] for row in jac]
         return phi, outs, jac
 
 
