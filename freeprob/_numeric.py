@@ -37,7 +37,7 @@ class _Space:
     k: int
     u: np.ndarray  # bool mask of u rows
     b: np.ndarray  # (k, k) complex
-    eta_map: np.ndarray  # (r, k*k): -eta_flat = g @ eta_map
+    eta_map: tuple  # (used unknowns, flat positions, matrix): -eta_flat[pos] = g[:, used] @ matrix
     ti: np.ndarray
     tj: np.ndarray
     tk: np.ndarray
@@ -71,9 +71,12 @@ class FastSystem:
             tj = np.array([t[1] for t in terms], int)
             tk = np.array([t[2] for t in terms], int)
             tc = np.array([t[3] for t in terms], complex)
-            emap = np.zeros((r, k * k), complex)
+            # -eta at the few positions it touches: g[:, used] @ emap -> (P, len(pos))
+            pos = sorted({i * k + j for i, j, _, _ in terms})
+            used = sorted({kk for _, _, kk, _ in terms})
+            emap = np.zeros((len(used), len(pos)), complex)
             for i, j, kk, c in terms:
-                emap[kk, i * k + j] -= c
+                emap[used.index(kk), pos.index(i * k + j)] -= c
             zpat = np.zeros(k * k)
             zpat[np.arange(k) * (k + 1)] = u
             epat = np.zeros(k * k)
@@ -81,7 +84,7 @@ class FastSystem:
             reads = [(kk, p, q) for kk, (s2, p, q) in enumerate(system.unknowns) if s2 == s]
             spaces.append(
                 _Space(
-                    k, u, b, emap, ti, tj, tk, tc,
+                    k, u, b, (np.array(used, int), np.array(pos, int), emap), ti, tj, tk, tc,
                     np.array([x[0] for x in reads], int),
                     np.array([x[1] for x in reads], int),
                     np.array([x[2] for x in reads], int),
@@ -104,8 +107,10 @@ class FastSystem:
         out = []
         for sp in self.spaces:
             k = sp.k
-            a = g @ sp.eta_map
-            a += sp.base
+            used, pos, emap = sp.eta_map
+            a = np.broadcast_to(sp.base, (g.shape[0], k * k)).copy()
+            if len(pos):
+                a[:, pos] += g[:, used] @ emap
             a += z[:, None] * sp.zpat
             a += (1j * eps)[:, None] * sp.epat
             out.append(_inv(a.reshape(-1, k, k)))
