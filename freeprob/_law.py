@@ -290,9 +290,14 @@ class SpectralLaw:
         """
         from ._series import series_coefficients, system_domain
 
-        order = k + 1 if self.law == "eigenvalues" else 2 * k + 1
+        # eigenvalues: G = sum m_j z^(-j-1); squared singular values (hermitized
+        # variable zeta): G_11 = sum m_j zeta^(-2j-1)
         step = 1 if self.law == "eigenvalues" else 2
-        pick = lambda coeffs: [coeffs[1 + step * j + (step - 1) * 0 + (0 if step == 1 else 0)][0] for j in range(1, k + 1)]  # noqa: E731
+        order = step * k + 1
+
+        def pick(coeffs):
+            return [coeffs[step * j + 1][0] for j in range(1, k + 1)]
+
         if dps is None and system_domain(self.numeric_system) is not None:
             coeffs, _ = series_coefficients(self.numeric_system, order)
             return [sympy.nsimplify(x) if isinstance(x, sympy.Float) else sympy.simplify(x) for x in pick(coeffs)]
@@ -312,7 +317,7 @@ class SpectralLaw:
             ms = self.moments(k)
         except ConvergenceError:
             ms = self.moments(k, dps=15)
-        return [float(sympy.re(sympy.sympify(m))) if not hasattr(m, "imag") else float(m.real) for m in ms]
+        return [float(sympy.re(m)) if isinstance(m, sympy.Basic) else float(m) for m in ms]
 
     def _range(self):
         """An interval that contains the support, from the even moments."""

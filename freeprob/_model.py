@@ -10,7 +10,7 @@ covariance map and the reduced Dyson system. Numbers enter later, in
 import sympy
 
 from ._dyson import dyson_system
-from ._errors import NotSelfAdjointError, ShapeError
+from ._errors import NotSelfAdjointError
 from ._expr import Expr, expand, transpose_word, word_str
 from ._pencil import hermitization, linearize, symmetric_pencil
 from ._scaling import normalize
@@ -76,12 +76,3 @@ class Reduction:
             return i + m if i < nu + m else i - m
 
         self.system = dyson_system(self.self_adjoint, lambda s: s, pair_of)
-
-
-def _shape_str(e):
-    return f"({e.shape[0]}, {e.shape[1]})"
-
-
-def require_shape(expr, kind):
-    if kind == "eigenvalues" and expr.shape[0] != expr.shape[1]:
-        raise ShapeError(f"{expr} has shape {_shape_str(expr)}; eigenvalues need a square expression")

@@ -134,7 +134,6 @@ class CheckReport:
     statistics: tuple  # dicts: name, theory, at_n, at_half, extrapolated, se, z, limit, passed
     critical: float
     passed: bool
-    excluded_top: int = 0
     samples: tuple = field(default=(), repr=False)
 
     def as_dict(self):
@@ -229,7 +228,7 @@ def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.7
         )
     ks = float(np.mean([_ks(s, cdf) for s in big]))
     ks_half = float(np.mean([_ks(s, cdf) for s in half]))
-    return CheckReport(law.name, n, reps, seed, ks, ks_half, tuple(rows), crit, bool(ok), 0, tuple(big))
+    return CheckReport(law.name, n, reps, seed, ks, ks_half, tuple(rows), crit, bool(ok), tuple(big))
 
 
 def _ks(sample, cdf):
