@@ -203,7 +203,16 @@ class SpectralLaw:
         z0 = complex(zs)
         if z0.imag < 1e-9 * (1 + abs(z0)):
             z0 = complex(z0.real, 1e-9 * (1 + abs(z0)))
-        g0, outs0, conv, res = solve_fast(self.fast, np.array([z0]))
+        g0, outs0, conv, res = solve_fast(self.fast, np.array([z0]), raise_on_failure=False)
+        if not conv[0]:
+            raise ConvergenceError(
+                f"no verified starting point for Newton's method at {w} (double-precision residual "
+                f"{res[0]:.3g}): the point is at or next to an atom or a support edge; move it away, or ask "
+                f"for the atom's mass (atoms()) or the edge (support())",
+                point=w,
+                residual=float(res[0]),
+                dps=dps,
+            )
         mpsys = MPSystem(self.numeric_system, ctx)
         sol = solve_mp(mpsys, zs, [complex(x) for x in g0[0]], dps)
         # stability under a precision increase: one more solve at +10 digits
