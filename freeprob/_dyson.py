@@ -69,6 +69,24 @@ class DysonSystem:
             left |= c.free_symbols
         return DysonSystem(self.spaces, self.blocks, self.u, b, self.unknowns, eta, tuple(sorted(left, key=str)))
 
+    def block_data(self, convert):
+        """Per space ``(k, u, B, terms, reads)`` with every coefficient passed through ``convert``.
+
+        ``u`` is a list of flags (u row or not), ``B`` a list of lists,
+        ``terms`` the ``eta`` entries ``(i, j, k, coeff)`` written in the space
+        and ``reads`` the unknowns ``(k, p, q)`` it defines. The numeric
+        backends (numpy, flint, exact series) are all built from this.
+        """
+        out = []
+        for s, rows in enumerate(self.blocks):
+            k = len(rows)
+            u = [(s, i) in self.u for i in range(k)]
+            b = [[convert(self.b[s][i, j]) for j in range(k)] for i in range(k)]
+            terms = [(i, j, kk, convert(c)) for s2, i, j, kk, c in self.eta if s2 == s]
+            reads = [(kk, p, q) for kk, (s2, p, q) in enumerate(self.unknowns) if s2 == s]
+            out.append((k, u, b, terms, reads))
+        return out
+
     def matrices(self, z=None, eps=None):
         """Per space, the sympy matrix ``Lambda_s - B_s - eta_s(g)`` with symbols ``g1, g2, ...``."""
         z = sympy.Symbol("z") if z is None else z

@@ -59,14 +59,9 @@ class FastSystem:
         r = system.n_unknowns
         self.r = r
         spaces = []
-        for s, rows in enumerate(system.blocks):
-            k = len(rows)
-            u = np.zeros(k, bool)
-            for s2, i in system.u:
-                if s2 == s:
-                    u[i] = True
-            b = np.array([[_complex(system.b[s][i, j]) for j in range(k)] for i in range(k)], dtype=complex).reshape(k, k)
-            terms = [(i, j, kk, _complex(c)) for s2, i, j, kk, c in system.eta if s2 == s]
+        for k, u, b, terms, reads in system.block_data(_complex):
+            u = np.array(u, bool)
+            b = np.array(b, dtype=complex).reshape(k, k)
             ti = np.array([t[0] for t in terms], int)
             tj = np.array([t[1] for t in terms], int)
             tk = np.array([t[2] for t in terms], int)
@@ -81,7 +76,6 @@ class FastSystem:
             zpat[np.arange(k) * (k + 1)] = u
             epat = np.zeros(k * k)
             epat[np.arange(k) * (k + 1)] = ~u
-            reads = [(kk, p, q) for kk, (s2, p, q) in enumerate(system.unknowns) if s2 == s]
             spaces.append(
                 _Space(
                     k, u, b, (np.array(used, int), np.array(pos, int), emap), ti, tj, tk, tc,
@@ -179,16 +173,8 @@ class MPSystem:
         self.prec = ctx.prec + 20
         self.spaces = []
         with flint.ctx.workprec(self.prec):
-            for s, rows in enumerate(system.blocks):
-                k = len(rows)
-                u = [False] * k
-                for s2, i in system.u:
-                    if s2 == s:
-                        u[i] = True
-                base = [[-flint.acb(to_mpc(ctx, system.b[s][i, j])) for j in range(k)] for i in range(k)]
-                terms = [(i, j, kk, flint.acb(to_mpc(ctx, c))) for s2, i, j, kk, c in system.eta if s2 == s]
-                reads = [(kk, p, q) for kk, (s2, p, q) in enumerate(system.unknowns) if s2 == s]
-                self.spaces.append((k, u, base, terms, reads))
+            for k, u, b, terms, reads in system.block_data(lambda c: flint.acb(to_mpc(ctx, c))):
+                self.spaces.append((k, u, [[-x for x in row] for row in b], terms, reads))
         self.outputs = tuple(system.u)
 
     def _mpc(self, x):
