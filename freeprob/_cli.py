@@ -7,6 +7,8 @@
     freeprob density MODEL --at 0.5,1,2 [--dps 30] [--set ...] [--json]
     freeprob law MODEL [--grid A:B:N] [--dps D] [--moments K] [--json] [--csv FILE] [--plot FILE.png]
     freeprob check MODEL [--n N] [--seed S] [--reps R] [--json] [--plot FILE.png]
+    freeprob equations MODEL --polynomial [--latex] [--json]
+    freeprob moments MODEL -k 8 [--exact] [--json]
 
 MODEL is a path to a model file or the name of a built-in model. Numbers in
 JSON output are decimal strings carrying the requested digits.
@@ -19,7 +21,7 @@ import sys
 import numpy as np
 
 from ._errors import FreeProbError
-from ._precision import mp_to_str
+from ._precision import context, mp_to_str
 
 __all__ = ["main", "build_parser"]
 
@@ -64,7 +66,7 @@ def cmd_equations(args, out):
     model = _model(args)
     law = model.law()
     if getattr(args, "polynomial", False):
-        from ._closedform import polynomial_report
+        from ._cli_closedform import polynomial_report
 
         out.write(polynomial_report(law, latex=args.latex, as_json=args.json) + "\n")
         return
@@ -140,7 +142,7 @@ def cmd_law(args, out):
     dps = args.dps or 15
     support = law.support(dps=dps)
     atoms = law.atoms(dps=dps)
-    moments = law.moments(args.moments) if args.dps is None else law.moments(args.moments, dps=dps)
+    moments = law.moments(args.moments)
     xs = _grid(args.grid, law)
     if args.dps is None:
         dens = law.density_fast(xs)
@@ -154,8 +156,9 @@ def cmd_law(args, out):
     def mstr(m):
         import sympy
 
+        # decimal strings with the requested digits; exact rationals: `freeprob moments --exact`
         if isinstance(m, sympy.Basic):
-            return str(m) if m.is_Rational else _s(sympy.N(m, dps + 5), dps)
+            return _s(context(dps + 5).mpf(sympy.N(m, dps + 5)), dps)
         return _s(m, dps)
 
     data = {
@@ -304,6 +307,10 @@ def build_parser():
     s.add_argument("--reps", type=int, default=6)
     s.add_argument("--plot")
     s.set_defaults(func=cmd_check)
+
+    from ._cli_closedform import add_closedform_parsers
+
+    add_closedform_parsers(sub)
     return p
 
 

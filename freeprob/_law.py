@@ -9,7 +9,7 @@ support, atoms, moments, equations. :func:`eigenvalue_law` and
 import numpy as np
 import sympy
 
-from ._errors import ConvergenceError, DomainError
+from ._errors import ConvergenceError, DomainError, EliminationError
 from ._expr import Expr, as_scalar, leaves
 from ._model import Reduction
 from ._numeric import FastSystem, MPSystem
@@ -236,7 +236,7 @@ class SpectralLaw:
             )
         return g1, sol
 
-    def cauchy(self, z, dps=None):
+    def cauchy(self, z, dps=None, method="dyson"):
         """The Cauchy transform ``G(z) = int dmu(x)/(z - x)``.
 
         Parameters
@@ -252,11 +252,19 @@ class SpectralLaw:
             The mpc carries ``dps`` plus guard digits; its error is below
             ``10^-dps`` (relative to ``max(1, |G|)``).
 
+        method : {"dyson", "polynomial"}
+            The Dyson equation (default), or branch tracking on the eliminated
+            polynomial equation of ``G`` (see :meth:`polynomial`).
+
         Raises
         ------
         ConvergenceError
             When the value cannot be verified to ``dps`` digits.
         """
+        if self._method(method) == "polynomial":
+            from ._closedform import polynomial_cauchy
+
+            return polynomial_cauchy(self, z, dps=check_dps(dps or 15))
         if dps is None:
             return complex(self.cauchy_fast(np.array([complex(z)]))[0])
         dps = check_dps(dps)
@@ -268,12 +276,17 @@ class SpectralLaw:
         g, _ = self._solve_point(zq, dps, on_axis=(zq.imag == 0))
         return ctx.conj(g) if flip else g
 
-    def density(self, x, dps=None):
+    def density(self, x, dps=None, method="dyson"):
         """The density ``-Im G(x + i0)/pi`` at a real point ``x``.
 
         With ``dps`` the value is correct to ``10^-dps`` (absolute, relative to
         ``max(1, |G|)``); a value below that is returned as exactly 0.
+        ``method`` as in :meth:`cauchy`.
         """
+        if self._method(method) == "polynomial":
+            from ._closedform import polynomial_density
+
+            return polynomial_density(self, x, dps=check_dps(dps or 15))
         if dps is None:
             return float(self.density_fast(np.array([float(x)]))[0])
         dps = check_dps(dps)
@@ -341,17 +354,45 @@ class SpectralLaw:
     def _z_of(self, x):
         return x if self.law == "eigenvalues" else float(np.sqrt(x))
 
-    def support(self, dps=None, grid=2001):
-        """Support intervals ``[(a, b), ...]``.
+    @staticmethod
+    def _method(method):
+        if method not in (None, "dyson", "polynomial"):
+            raise ValueError(f"method must be 'dyson' or 'polynomial', got {method!r}")
+        return method
 
-        Edges are bracketed on a double-precision density grid and refined by
-        Newton's method on the fold system (see :mod:`freeprob._support`) to
-        ``dps`` digits (default 15). A hard edge at 0 of a squared-singular-value
-        law (density unbounded at 0+) is reported as exactly 0.
+    def polynomial(self, symbolic=False, budget_seconds=60):
+        """The irreducible polynomial ``Pi(g, z)`` with ``Pi(G(z), z) = 0``
+        (:func:`freeprob._closedform.cauchy_polynomial`); raises
+        :class:`EliminationError` when elimination exceeds its budget."""
+        from ._closedform import cauchy_polynomial
+
+        return cauchy_polynomial(self, symbolic=symbolic, budget_seconds=budget_seconds)
+
+    def support(self, dps=None, grid=2001, method=None):
+        """Support intervals ``[(a, b), ...]`` with edges to ``dps`` digits (default 15).
+
+        ``method="polynomial"``: the real roots of the discriminant of
+        :meth:`polynomial` that are true edges. ``method="dyson"``: edges
+        bracketed on a double-precision density grid and refined by Newton's
+        method on the fold system (see :mod:`freeprob._support`); a hard edge at
+        0 of a squared-singular-value law is reported as exactly 0. By default
+        the polynomial route is used when elimination finishes within 30
+        seconds, the Dyson route otherwise.
         """
-        from ._support import refine_edge
-
         dps = check_dps(dps or 15)
+        method = self._method(method)
+        if method in (None, "polynomial"):
+            from ._closedform import polynomial_support
+
+            try:
+                self.polynomial(budget_seconds=30)
+                return polynomial_support(self, dps)
+            except (EliminationError, ConvergenceError, DomainError):
+                if method == "polynomial":
+                    raise
+        return self._support_dyson(dps, grid)
+
+    def _support_dyson(self, dps, grid):
         lo, hi = self._range()
         if self.law == "squared-singular-values":
             xs = np.linspace(hi * 1e-6, hi, grid)
@@ -417,14 +458,32 @@ class SpectralLaw:
         e = ctx.mpf(e)
         return e if self.law == "eigenvalues" else e * e
 
-    def atoms(self, dps=None, candidates=(0,)):
-        """Atoms ``[(x, mass), ...]`` among ``candidates`` (default: 0), masses to ``dps`` digits.
+    def atoms(self, dps=None, candidates=(0,), method=None):
+        """Atoms ``[(x, mass), ...]`` with masses to ``dps`` digits (default 15).
 
-        A candidate is kept when its mass exceeds ``10^-dps``.
+        ``method="polynomial"``: every pole of the branch of :meth:`polynomial`,
+        location and mass exact. ``method="dyson"``: the mass
+        ``lim iy G(x0 + iy)`` at each of ``candidates`` (default 0), kept when
+        above ``10^-dps``. By default the polynomial route is used when
+        elimination finishes within 30 seconds.
         """
+        dps = check_dps(dps or 15)
+        method = self._method(method)
+        if method in (None, "polynomial"):
+            from ._closedform import polynomial_atoms
+
+            try:
+                self.polynomial(budget_seconds=30)
+                ctx = context(dps + guard_digits(dps))
+                return [(ctx.mpf(a.x), ctx.mpf(a.mass)) for a in polynomial_atoms(self, dps)]
+            except (EliminationError, ConvergenceError, DomainError):
+                if method == "polynomial":
+                    raise
+        return self._atoms_dyson(dps, candidates)
+
+    def _atoms_dyson(self, dps, candidates):
         from ._support import atom_mass
 
-        dps = check_dps(dps or 15)
         ctx = context(dps + guard_digits(dps))
         out = []
         for x0 in candidates:

@@ -19,19 +19,29 @@ from ._errors import ConvergenceError
 __all__ = ["series_coefficients", "system_domain"]
 
 
-def system_domain(system):
-    """A sympy domain holding every coefficient of ``system`` exactly, or None."""
+def system_domain(system, symbolic=False):
+    """A sympy domain holding every coefficient of ``system`` exactly, or None.
+
+    With ``symbolic=True`` a system whose coefficients are rational functions
+    of symbols (over the rationals or an algebraic number field) gets the
+    fraction field ``K(symbols)``; square roots of symbols are not rational
+    functions (replace them by symbols first).
+    """
     coeffs = []
     for m in system.b:
         coeffs.extend(m)
     coeffs.extend(c for *_, c in system.eta)
     coeffs = [sympy.nsimplify(c) if c.is_Float else c for c in map(sympy.sympify, coeffs)]
     try:
-        dom, _ = construct_domain(coeffs, extension=True)
+        dom, _ = construct_domain(coeffs, extension=True, field=bool(symbolic))
     except (sympy.polys.polyerrors.PolynomialError, NotImplementedError, ValueError):
         return None
     if dom.is_QQ or dom.is_ZZ or dom.is_AlgebraicField:
         return dom
+    if symbolic and (dom.is_FractionField or dom.is_PolynomialRing):
+        ground = dom.domain
+        if ground.is_QQ or ground.is_ZZ or ground.is_AlgebraicField:
+            return dom.get_field()
     return None
 
 
@@ -62,14 +72,18 @@ def _inverse(a, zero, one, numeric):
 def _matmul(a, b, zero):
     n, k, p = len(a), len(b), len(b[0]) if b else 0
     out = []
+    # truthiness, not ``!= zero``: the same test for domain elements and mpc,
+    # and far cheaper than mpmath's rich comparison
     for i in range(n):
         ai = a[i]
+        nz = [t for t in range(k) if ai[t]]
         row = []
         for j in range(p):
             s = zero
-            for t in range(k):
-                if ai[t] != zero and b[t][j] != zero:
-                    s = s + ai[t] * b[t][j]
+            for t in nz:
+                btj = b[t][j]
+                if btj:
+                    s = s + ai[t] * btj
             row.append(s)
         out.append(row)
     return out
@@ -83,7 +97,7 @@ def _sub(a, b):
     return [[x - y for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
 
 
-def series_coefficients(system, order, ctx=None):
+def series_coefficients(system, order, ctx=None, domain=None):
     """Coefficients ``G_0, ..., G_order`` (of ``w^k``) of the ``u``-row outputs.
 
     Parameters
@@ -93,6 +107,9 @@ def series_coefficients(system, order, ctx=None):
     order : int
     ctx : mpmath context, optional
         Numeric arithmetic in this context; by default exact when possible.
+    domain : sympy domain, optional
+        Exact arithmetic in this domain (for instance ``system_domain(system,
+        symbolic=True)``, a fraction field, for coefficients with symbols).
 
     Returns
     -------
@@ -101,7 +118,7 @@ def series_coefficients(system, order, ctx=None):
         (sympy numbers when exact, mpc otherwise).
     exact : bool
     """
-    dom = None if ctx is not None else system_domain(system)
+    dom = None if ctx is not None else (domain if domain is not None else system_domain(system))
     if dom is None and ctx is None:
         raise ValueError("the system has non-algebraic coefficients: give an mpmath context")
     numeric = dom is None

@@ -55,7 +55,7 @@ def test_law_json_shape(tmp_path):
     assert code == 0
     assert set(data) >= {"support", "atoms", "moments", "grid"}
     assert data["support"][0][0].startswith("0.0857864376269")
-    assert data["moments"][:2] == ["1", "3/2"]
+    assert data["moments"][:2] == ["1.00000000000000", "1.50000000000000"]
     assert len(data["grid"]) == 7 and csv.read_text().startswith("x,density")
     assert png.stat().st_size > 1000
 
@@ -89,3 +89,10 @@ def test_console_script_is_installed():
         pytest.skip("the package is not installed with its console script")
     res = subprocess.run([exe, "density", "wigner-semicircle", "--at", "0", "--dps", "10"], capture_output=True, text=True)
     assert res.returncode == 0 and "0.3183098862" in res.stdout
+
+
+def test_moments_exact_and_polynomial():
+    code, text = run("moments", "marchenko-pastur", "-k", "4", "--exact", "--json")
+    assert code == 0 and json.loads(text) == {"moments": ["1", "3/2", "11/4", "45/8"]}
+    code, text = run("equations", "wigner-semicircle", "--polynomial")
+    assert code == 0 and "g**2 - g*z + 1" in text.replace(" ", "").replace("g**2-g*z+1", "g**2 - g*z + 1")
