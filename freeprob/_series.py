@@ -130,17 +130,7 @@ def series_coefficients(system, order, ctx=None, domain=None):
         conv = lambda c: dom.from_sympy(sympy.nsimplify(c) if sympy.sympify(c).is_Float else sympy.sympify(c))  # noqa: E731
         zero, one = dom.zero, dom.one
     r = system.n_unknowns
-    spaces = []
-    for s, rows in enumerate(system.blocks):
-        k = len(rows)
-        u = [False] * k
-        for s2, i in system.u:
-            if s2 == s:
-                u[i] = True
-        b = [[conv(system.b[s][i, j]) for j in range(k)] for i in range(k)]
-        terms = [(i, j, kk, conv(c)) for s2, i, j, kk, c in system.eta if s2 == s]
-        reads = [(kk, p, q) for kk, (s2, p, q) in enumerate(system.unknowns) if s2 == s]
-        spaces.append((k, u, b, terms, reads))
+    spaces = system.block_data(conv)
 
     def eta(s, g):
         k = spaces[s][0]
