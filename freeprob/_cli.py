@@ -308,9 +308,11 @@ def build_parser():
     s.add_argument("--plot")
     s.set_defaults(func=cmd_check)
 
+    from ._cli_attention import add_attention_parsers
     from ._cli_closedform import add_closedform_parsers
 
     add_closedform_parsers(sub)
+    add_attention_parsers(sub)
     return p
 
 

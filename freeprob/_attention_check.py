@@ -1,0 +1,1072 @@
+"""Real softmax attention against its Gaussian-equivalent law: multi-size check and pattern comparison.
+
+Multi-size check (:func:`check_attention`)
+------------------------------------------
+Real softmax converges to its limit more slowly than a Gaussian polynomial,
+and one size is not evidence. The check samples real multi-head softmax
+attention (:func:`freeprob._softmax.sample_attention`) at several sizes
+``N`` (``l = round(N * ratio_l)`` and so on), computes bulk statistics of each
+spectrum, subtracts the theory at the same size, and fits the per-size means
+of the differences by weighted least squares,
+
+    D(N) = a + b N^(-1/2) + c N^(-1) ,
+
+the ``N^(-1/2)`` trend of the row normalization (MATH.md section 5) plus
+the ``1/N`` bias that every finite-size linear statistic carries. (Measured
+at ``beta = 1``, the bias of the bulk statistics halves with each doubling of
+``N``: fitting ``N^(-1/2)`` alone to such data over-extrapolates by several
+standard errors, so both terms are kept; the ``N^(-1/2)``-only fit is
+reported beside it.) The intercept ``a`` is the extrapolated discrepancy;
+its standard error comes from the replicates: per size, the replicate
+variance, pooled over sizes on the ``1/N^2`` scale of linear statistics
+(the report prints ``sd * N`` per size to show that scale holds). The
+verdict is ``|a| <= t * se(a)`` for every statistic, ``t`` the Student
+quantile with the pooled degrees of freedom at family-wise level ``level``
+(Bonferroni); the tolerance ``t * se(a)`` is printed.
+
+Statistics, per spectrum of ``l`` squared singular values (structural zeros
+included):
+
+* trimmed moments ``m_k = (1/l) sum x_i^k`` over all but the ``trim`` largest
+  values (default 3: the few top outliers are excluded). The theory is
+  trimmed alike: ``int_0^{x_t} x^k dF`` with ``F(x_t) = 1 - trim/l``, the
+  moments of :meth:`SpectralLaw.moments` (from the series of the Dyson
+  system at infinity; verified to 15 digits, since ``exp(beta^2)`` makes
+  them transcendental) minus the tail integral from the distribution table,
+  so the trimming introduces no bias beyond ``O(N^(-5/3))``;
+* counting statistics ``#{x_i <= q}/l`` at quantiles ``q`` of the absolutely
+  continuous part of the law, against ``F(q)``.
+
+Comparison study (:func:`compare_patterns`)
+-------------------------------------------
+For each head count and sharing pattern, the law is compared with the law of
+independent heads (``mha``) at the same sizes:
+
+* "preserves" when the engine shows it: identical reduced equations
+  (``law.system.equations()``), or densities equal to ``digits`` (30) digits
+  at ``points`` bulk points, each evaluated at ``dps`` (35) verified digits;
+* "changes" when the double-precision densities differ on the grid by more
+  than 1000 times their error bound (``1e-7 max(1, largest density)``);
+* "undecided" otherwise (never silently one of the two).
+
+Real-softmax Monte-Carlo confirms each verdict: ``-Im`` of the empirical
+Cauchy transform ``(1/l) sum 1/(z - x_i)`` at ``z = x (1 + i/2)``, ``x`` the
+bulk points, for the pattern and for ``mha``, at sizes ``N`` and ``N/2``; the
+pattern-minus-mha difference, with its ``1/N`` bias removed by Richardson
+extrapolation ``2 s(N) - s(N/2)``, is compared with the theory's difference
+(``law.cauchy_fast``) in units of its replicate standard error (Student t,
+family-wise level over the whole table). A smooth statistic is used because
+a pattern's finite-size bias differs from mha's at order ``1/N`` (measured: up
+to 3 standard errors at ``N = 800`` without the extrapolation).
+
+The head-allocation study reports, for ``mha`` with ``H d_h = H d_v`` fixed
+and for several widths at fixed ``H``, the upper edge of the support, the
+median of its absolutely continuous part and the largest density difference.
+
+All laws come from the cache of :func:`freeprob._attention.attention_law`.
+"""
+
+import math
+import time
+import weakref
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy
+
+from ._errors import ConvergenceError, DomainError
+
+__all__ = [
+    "law_cdf",
+    "upper_edge",
+    "rank_atom",
+    "bulk_statistics",
+    "fit_trend",
+    "CheckReport",
+    "check_attention",
+    "multi_size_check",
+    "plot_check",
+    "ComparisonReport",
+    "compare_patterns",
+]
+
+
+def upper_edge(law, threshold=1e-6, rel=1e-6):
+    """The upper edge of the support of a squared-singular-value law, from the fast density alone.
+
+    The density is evaluated on a doubling grid ``2^k`` (``k = -6..16``); the
+    support ends before the first grid point past the last positive value
+    ``x_+``, then a 33-point grid on ``[x_+, 2 x_+]`` and a bisection on the
+    sign of ``density - threshold * max`` locate the edge to ``rel`` times
+    ``x_+`` (within ``1e-6`` of the edge the double-precision solve slows down
+    by a factor 30). No moments are needed (they are costly for many heads).
+
+    Returns
+    -------
+    float
+        A point at most ``rel x_+`` above the last point where the density
+        exceeds ``threshold`` times its largest value seen.
+
+    Raises
+    ------
+    ConvergenceError
+        When no positive density is found, or it is still positive at ``2 x_+``.
+    """
+    ks = np.arange(-6, 17)
+    xs = 2.0 ** ks
+    d = np.nan_to_num(law.density_fast(xs))
+    pos = np.nonzero(d > threshold * float(np.max(d)))[0]
+    if not len(pos) or not np.max(d) > 0:
+        raise ConvergenceError(f"no positive density found on [2^-6, 2^16] for {law.name}")
+    x_plus = xs[pos[-1]]
+    fine = np.linspace(x_plus, 2 * x_plus, 33)
+    df = np.nan_to_num(law.density_fast(fine))
+    thr = threshold * max(float(np.max(d)), float(np.max(df)))
+    idx = np.nonzero(df > thr)[0]
+    if not len(idx):
+        return float(fine[1])
+    if idx[-1] == len(fine) - 1:
+        raise ConvergenceError(f"the density of {law.name} is still positive at {fine[-1]}")
+    return _bisect_edge(law, fine[idx[-1] + 1], fine[idx[-1]], thr, rel=rel * x_plus / (fine[1] - fine[0]))
+
+
+_CDF_CACHE = weakref.WeakKeyDictionary()
+
+
+def law_cdf(law, atoms, nodes=2000):
+    """The distribution function of a squared-singular-value law, found without moments.
+
+    The engine's ``law.cdf_function()`` brackets the support with
+    ``2 max_j m_j^(1/j)`` from 8 exact moments, which is slow for several
+    heads (the series costs grow with the system) and falls short for
+    attention laws, whose right tail is long (one head, ``d_h = d_v = d_out =
+    1/2``: estimate 13.76, edge 13.90), so that ``support()`` raises. Here the
+    support is bracketed by :func:`upper_edge`, its pieces found on a
+    4001-point grid and each edge bisected in double precision on the sign of
+    ``density - 1e-4 median`` to ``1e-10`` of the grid step; the table is then
+    built as the engine builds it (:func:`freeprob._cdf.tabulate`), which
+    checks that atoms plus absolutely continuous mass make one to ``1e-6``.
+
+    Parameters
+    ----------
+    law : SpectralLaw
+    atoms : list of (float, float)
+        Atoms ``(x, mass)``; for attention laws the atom at 0 of mass
+        ``1 - rank/l`` (:func:`rank_atom`). A wrong mass fails the mass check.
+    nodes : int, optional
+
+    Returns
+    -------
+    DistributionTable
+        Cached per law.
+    """
+    key = (nodes, tuple(atoms))
+    cache = _CDF_CACHE.setdefault(law, {})
+    if key not in cache:
+        cache[key] = _fallback_cdf(law, list(atoms), nodes)
+    return cache[key]
+
+
+def _bisect_edge(law, x_out, x_in, thr, rel=1e-10):
+    """Shrink a grid bracket of a soft edge to ``rel`` of its width (double precision); return the outer end."""
+    width = abs(x_in - x_out)
+    for _ in range(12):
+        ts = np.linspace(x_out, x_in, 18)[1:-1]
+        d = np.nan_to_num(law.density_fast(ts))
+        inside = np.nonzero(d > thr)[0]
+        if len(inside):
+            k = inside[0]
+            x_out, x_in = (ts[k - 1] if k > 0 else x_out), ts[k]
+        else:
+            x_out = ts[-1]  # the edge lies between the last point tried and x_in
+        if abs(x_in - x_out) < rel * width:
+            break
+    return float(x_out)
+
+
+def _fallback_cdf(law, atoms, nodes):
+    from ._cdf import tabulate
+
+    hi = upper_edge(law, rel=1e-3)
+    xs = np.linspace(hi * 1e-6, hi * 1.02, 1001)
+    d = law.density_fast(xs)
+    finite = np.isfinite(d)
+    bulk = d[finite & (d > 1e-9)]
+    thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
+    pos = finite & (d > thr)
+    intervals = []
+    i = 0
+    while i < len(xs):
+        if not pos[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(xs) and pos[j + 1]:
+            j += 1
+        seg = slice(max(i - 1, 0), min(j + 2, len(xs)))
+        if np.trapezoid(np.nan_to_num(d[seg]), xs[seg]) >= 1e-6:
+            if i == 0:
+                if d[0] < d[1]:
+                    raise ConvergenceError(f"the density of {law.name} is positive at the start of the grid {xs[0]}")
+                left = 0.0
+            else:
+                left = _bisect_edge(law, xs[i - 1], xs[i], thr)
+            intervals.append((left, _bisect_edge(law, xs[j + 1], xs[j], thr)))
+        i = j + 1
+    return tabulate(law.density_fast, intervals, atoms, nodes=nodes)
+
+
+def rank_atom(cfg):
+    """The atom at 0 of an attention law, ``1 - r/l`` with the generic rank ``r = min(l, d_out, H d_v)``.
+
+    ``Y = [M_1 V_1, ..., M_H V_H] [W_1; ...; W_H]`` has generic rank
+    ``min(l, H d_v, d_out)`` whatever is shared (a shared ``V`` still gives
+    ``H`` different blocks ``M_h V``); for ``tied-kv`` ``d_v = d_h``. The
+    mass is not trusted blindly: :func:`law_cdf` fails unless it and the
+    integrated density add up to one.
+
+    Returns
+    -------
+    list of (float, float)
+    """
+    r = min(cfg.l, cfg.d_out, cfg.heads * cfg.d_v)
+    mass = 1 - r / cfg.l
+    return [(0.0, float(mass))] if mass > 0 else []
+
+
+def bulk_statistics(spectrum, qpoints, moments=3, trim=3):
+    """Trimmed moments ``m_1..m_moments`` and counting fractions at ``qpoints`` of one spectrum.
+
+    Parameters
+    ----------
+    spectrum : numpy.ndarray
+        Sorted squared singular values (``l`` of them, zeros included).
+    qpoints : sequence of float
+    moments : int, optional
+    trim : int, optional
+        Number of largest values left out of the moments.
+
+    Returns
+    -------
+    numpy.ndarray
+        ``moments + len(qpoints)`` values; each moment is normalized by the
+        full ``l``.
+
+    Examples
+    --------
+    >>> bulk_statistics(np.array([0.0, 1.0, 2.0, 10.0]), [1.5], moments=2, trim=1)
+    array([0.75, 1.25, 0.5 ])
+    """
+    x = np.sort(np.asarray(spectrum, float))
+    n = len(x)
+    kept = x[: n - trim] if trim else x
+    out = [np.sum(kept ** k) / n for k in range(1, moments + 1)]
+    out += [np.count_nonzero(x <= q) / n for q in qpoints]
+    return np.array(out)
+
+
+def _moment_table(cdf, k):
+    """``(x, int_0^x t^k dF)`` on the table's cell boundaries (midpoint rule), per interval, concatenated."""
+    xs, vals = [], []
+    acc = 0.0
+    for xb, cum in cdf._pieces:
+        mid = (xb[1:] + xb[:-1]) / 2
+        inc = np.concatenate([[0.0], np.cumsum(mid ** k * np.diff(cum))])
+        xs.append(xb)
+        vals.append(acc + inc)
+        acc += inc[-1]
+    return np.concatenate(xs), np.concatenate(vals)
+
+
+def _theory_statistics(cdf, exact_moments, qpoints, trim, l):
+    """The limit of :func:`bulk_statistics` at sequence length ``l`` (trimmed moments need ``l``)."""
+    out = []
+    x_t = cdf.quantile(1 - trim / l) if trim else math.inf
+    for k, m in enumerate(exact_moments, start=1):
+        xs, phi = _moment_table(cdf, k)
+        tail = phi[-1] - np.interp(x_t, xs, phi) if trim else 0.0
+        out.append(m - tail)
+    out += [float(cdf(q)) for q in qpoints]
+    return np.array(out)
+
+
+def _f_survival(f, d1, d2):
+    """``P(F > f)`` for Fisher's F with ``(d1, d2)`` degrees of freedom (mpmath, local context)."""
+    from ._precision import context
+
+    if d1 <= 0 or not math.isfinite(f):
+        return float("nan")
+    ctx = context(20)
+    x = ctx.mpf(d1 * f) / (d1 * f + d2)
+    return float(1 - ctx.betainc(ctx.mpf(d1) / 2, ctx.mpf(d2) / 2, 0, x, regularized=True))
+
+
+def fit_trend(sizes, reps, means, variances, rates=(0.5, 1.0)):
+    """Weighted least squares of per-size means on ``1, N^-rate...``, errors from the replicates.
+
+    Parameters
+    ----------
+    sizes : sequence of int
+        The sizes ``N``.
+    reps : sequence of int
+        Replicates per size.
+    means, variances : sequence of float
+        Replicate mean and (ddof=1) variance of one statistic per size.
+    rates : tuple of float, optional
+        Exponents of the trend terms (default ``N^(-1/2)`` and ``N^(-1)``).
+
+    Returns
+    -------
+    dict
+        ``coef`` (intercept first), ``se`` (their standard errors), ``df``
+        (pooled replicate degrees of freedom), ``lof_F`` and ``lof_p`` (lack
+        of fit against the replicate variance; NaN when the fit is exact),
+        ``sd_N`` (replicate standard deviation times ``N`` per size).
+
+    Notes
+    -----
+    The replicate variance is pooled on the ``1/N^2`` scale of linear
+    spectral statistics: ``sigma^2 = sum (r_N - 1) N^2 s_N^2 / sum (r_N - 1)``,
+    so ``Var(mean at N) = sigma^2/(r_N N^2)``.
+
+    Examples
+    --------
+    >>> f = fit_trend([100, 400, 1600], [4, 4, 4], [0.1 + 1 / 10, 0.1 + 1 / 20, 0.1 + 1 / 40],
+    ...               [1e-4, 1e-4 / 16, 1e-4 / 256], rates=(0.5,))
+    >>> print(f"{f['coef'][0]:.6f} {f['coef'][1]:.6f}")
+    0.100000 1.000000
+    """
+    n = np.asarray(sizes, float)
+    r = np.asarray(reps, float)
+    y = np.asarray(means, float)
+    v = np.asarray(variances, float)
+    df = int(np.sum(r - 1))
+    sigma2 = float(np.sum((r - 1) * n ** 2 * v) / df)
+    x = np.column_stack([np.ones_like(n)] + [n ** (-p) for p in rates])
+    w = r * n ** 2
+    xtwx = x.T @ (w[:, None] * x)
+    cov_unit = np.linalg.inv(xtwx)
+    coef = cov_unit @ (x.T @ (w * y))
+    se = np.sqrt(np.diag(cov_unit) * sigma2)
+    resid = y - x @ coef
+    lof_df = len(n) - x.shape[1]
+    if lof_df > 0 and sigma2 > 0:
+        lof_f = float(np.sum(w * resid ** 2) / sigma2 / lof_df)
+        lof_p = _f_survival(lof_f, lof_df, df)
+    else:
+        lof_f = lof_p = float("nan")
+    return {"coef": coef, "se": se, "df": df, "lof_F": lof_f, "lof_p": lof_p, "lof_df": lof_df,
+            "sd_N": np.sqrt(v) * n}
+
+
+def _spawn(seed, count):
+    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
+    return seq, [np.random.default_rng(s) for s in seq.spawn(count)]
+
+
+def _float_moments(law, k):
+    ms = law.moments(k)
+    return [float(sympy.re(sympy.N(m, 20))) if isinstance(m, sympy.Basic) else float(m.real if hasattr(m, "real") else m)
+            for m in ms]
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Result of :func:`check_attention`; ``passed`` is the verdict, ``text()`` the report."""
+
+    config: str
+    linear: bool
+    sizes: tuple
+    reps: tuple
+    seed: object
+    trim: int
+    rates: tuple
+    level: float
+    critical: float
+    df: int
+    epsilon: float
+    rows: tuple  # dicts, see check_attention
+    passed: bool
+    seconds: float
+    spectra: tuple = field(default=(), repr=False)  # one spectrum per size
+    law: object = field(default=None, repr=False, compare=False)
+    atoms: tuple = field(default=(), repr=False)
+
+    def as_dict(self):
+        """JSON-ready dictionary."""
+        return {
+            "config": self.config, "sampler": "linear surrogate" if self.linear else "real softmax",
+            "sizes": list(self.sizes), "reps": list(self.reps), "seed": str(self.seed), "trim": self.trim,
+            "rates": list(self.rates), "level": self.level, "critical_t": self.critical, "df": self.df,
+            "epsilon_at_smallest_size": self.epsilon, "seconds": self.seconds,
+            "statistics": [{k: (list(v) if isinstance(v, (tuple, list, np.ndarray)) else v) for k, v in row.items()}
+                           for row in self.rows],
+            "verdict": "pass" if self.passed else "fail",
+        }
+
+    def text(self):
+        """The report as printed by ``freeprob attention check``."""
+        terms = " + ".join(["a"] + [f"b{i + 1} N^-{p:g}" for i, p in enumerate(self.rates)])
+        head = [
+            f"Multi-size check of {'the linear surrogate' if self.linear else 'real softmax attention'} against "
+            f"the Gaussian-equivalent law: {self.config}",
+            f"sizes N = {', '.join(map(str, self.sizes))} with {', '.join(map(str, self.reps))} replicates "
+            f"({self.seconds:.1f} s); exp(2 beta^2)/l = {self.epsilon:.3g} at the smallest size",
+            f"moments exclude the {self.trim} largest values of each spectrum (theory truncated at the same "
+            f"quantile); counting statistics use all values",
+            f"fit of the mean difference (sample - theory at that size): D(N) = {terms}; the extrapolated "
+            f"discrepancy is a",
+            "",
+            f"{'statistic':<10}{'theory':>12}" + "".join(f"{'D(' + str(n) + ')':>12}" for n in self.sizes)
+            + f"{'a = D(inf)':>13}{'se(a)':>10}{'|a|/se':>8}{'tol':>10}{'lof p':>7}{'sqrt-only a':>13}{'(se)':>10}"
+            + f"{'lof p':>7}",
+        ]
+        for row in self.rows:
+            head.append(
+                f"{row['name']:<10}{row['theory']:>12.6g}" + "".join(f"{d:>12.3e}" for d in row["differences"])
+                + f"{row['a']:>13.3e}{row['se_a']:>10.2e}{abs(row['t']):>8.2f}{row['tolerance']:>10.2e}"
+                + f"{row['lof_p']:>7.3f}{row['a_sqrt_only']:>13.3e}{row['se_sqrt_only']:>10.2e}"
+                + f"{row['lof_p_sqrt_only']:>7.3f}"
+                + ("" if row["passed"] else "  <-- FAIL")
+            )
+        head.append("sd*N per size (replicate scale; constant if fluctuations are O(1/N)): "
+                    + "; ".join(f"{r['name']}: " + ", ".join(f"{s:.3g}" for s in r["sd_N"]) for r in self.rows[:1]
+                                + self.rows[-1:]))
+        head.append(
+            f"verdict: {'PASS' if self.passed else 'FAIL'}: every |a| <= tol = {self.critical:.2f} se(a) "
+            f"(Student t, {self.df} pooled replicate degrees of freedom, family-wise level {self.level:g} over "
+            f"{len(self.rows)} statistics, Bonferroni). 'lof p': lack-of-fit p-value of a fit against the replicate "
+            f"variance (nan when the fit has no spare size); 'sqrt-only': the fit a + b N^-1/2 alone, for "
+            f"comparison (it over-extrapolates when the bias decays faster than N^-1/2)."
+        )
+        return "\n".join(head)
+
+
+def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=sympy.Rational(1, 2), d_v=None,
+                    d_out=sympy.Rational(1, 2), sizes=(375, 750, 1500, 3000), reps=None, seed=0, trim=3, moments=3,
+                    quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), rates=(0.5, 1.0), level=1e-3, linear=False,
+                    progress=None):
+    """Real softmax attention at several sizes against the Gaussian-equivalent law (module docstring).
+
+    Parameters
+    ----------
+    heads, pattern, beta, l, d_h, d_v, d_out
+        The configuration (:func:`freeprob._attention.attention_config`).
+    sizes : sequence of int, optional
+        Scales ``N`` (``l = round(N * ratio_l)``), at least ``1 + len(rates)``
+        (and 3) distinct values, each ``>= 20``.
+    reps : sequence of int, optional
+        Replicates per size (each ``>= 2``); default
+        ``max(4, round(6 N_max / N))``: equal eigenvalue counts per size,
+        more replicates where they are cheap.
+    seed : int, SeedSequence or None, optional
+        Seeds one independent stream per replicate (``SeedSequence.spawn``).
+    trim : int, optional
+        Largest values left out of the moments (default 3).
+    moments : int, optional
+        Number of trimmed moments (default 3).
+    quantiles : sequence of float, optional
+        Levels of the absolutely continuous part at which counts are compared.
+    rates : tuple of float, optional
+        Trend exponents (default ``(0.5, 1.0)``).
+    level : float, optional
+        Family-wise level of the verdict.
+    linear : bool, optional
+        Sample the Gaussian-equivalent surrogate instead (a control: it must pass).
+    progress : callable, optional
+        Called with a line of text after each size.
+
+    Returns
+    -------
+    CheckReport
+
+    Raises
+    ------
+    DomainError
+        Bad sizes, replicates, trim or quantiles.
+    RegimeError
+        ``exp(2 beta^2)`` larger than the smallest sequence length
+        (:func:`freeprob._attention.check_regime`), and for ``tied-qk``.
+
+    Notes
+    -----
+    With the defaults (four sizes 375..3000, 48/24/12/6 replicates) two heads
+    take about 30 s on two idle cores (one sample at ``N = 3000`` about 3 s).
+    """
+    from ._attention import attention_config, attention_law, check_regime
+
+    cfg = attention_config(heads, pattern, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)
+    sizes = _check_sizes(sizes, rates)
+    lengths = [cfg.sizes(n)["l"] for n in sizes]
+    epsilon = check_regime(cfg.beta, min(lengths), head_dim=min(cfg.sizes(n)["d_h"] for n in sizes))
+    law = attention_law(cfg.heads, cfg.pattern, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
+
+    def sample(n, rng):
+        return cfg.sample(n, rng, linear=linear)
+
+    return multi_size_check(sample, law, rank_atom(cfg), sizes, lengths=lengths, reps=reps, seed=seed, trim=trim,
+                            moments=moments, quantiles=quantiles, rates=rates, level=level, progress=progress,
+                            label=cfg.label(), linear=linear, epsilon=epsilon)
+
+
+def _check_sizes(sizes, rates):
+    sizes = tuple(int(n) for n in sizes)
+    if len(set(sizes)) != len(sizes) or min(sizes) < 20:
+        raise DomainError(f"sizes must be distinct integers >= 20, got {sizes}")
+    if len(sizes) < max(3, 1 + len(rates)):
+        raise DomainError(f"the fit a + {len(rates)} trend term(s) needs at least {max(3, 1 + len(rates))} sizes, "
+                          f"got {len(sizes)}")
+    return sizes
+
+
+def multi_size_check(sample, law, atoms, sizes, *, lengths=None, reps=None, seed=0, trim=3, moments=3,
+                     quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), rates=(0.5, 1.0), level=1e-3, progress=None,
+                     label=None, linear=False, epsilon=float("nan")):
+    """The multi-size extrapolation for any sampler and law (what :func:`check_attention` runs).
+
+    Parameters
+    ----------
+    sample : callable
+        ``sample(n, rng)`` returns the sorted spectrum (length ``l``) at scale ``n``.
+    law : SpectralLaw
+        The theory (squared singular values).
+    atoms : list of (float, float)
+        Its atoms, checked by the mass balance of :func:`law_cdf`.
+    sizes : sequence of int
+    lengths : sequence of int, optional
+        Spectrum length at each size (default: the sizes).
+    reps, seed, trim, moments, quantiles, rates, level, progress
+        As :func:`check_attention`.
+    label : str, optional
+    linear : bool, optional
+        Only recorded in the report.
+    epsilon : float, optional
+        Only recorded in the report.
+
+    Returns
+    -------
+    CheckReport
+    """
+    from ._montecarlo import student_t_quantile
+
+    t0 = time.perf_counter()
+    sizes = _check_sizes(sizes, rates)
+    lengths = list(sizes) if lengths is None else [int(x) for x in lengths]
+    if reps is None:
+        reps = tuple(max(4, round(6 * max(sizes) / n)) for n in sizes)
+    reps = tuple(int(r) for r in reps)
+    if len(reps) != len(sizes) or min(reps) < 2:
+        raise DomainError(f"reps must give at least 2 replicates for each of the {len(sizes)} sizes, got {reps}")
+    if isinstance(trim, bool) or not isinstance(trim, int) or trim < 0 or trim >= min(lengths):
+        raise DomainError(f"trim must be an integer in [0, {min(lengths)}), got {trim!r}")
+    if isinstance(moments, bool) or not isinstance(moments, int) or moments < 0:
+        raise DomainError(f"moments must be a non-negative integer, got {moments!r}")
+    if any(not 0 < p < 1 for p in quantiles) or moments + len(quantiles) == 0:
+        raise DomainError(f"quantiles must lie in (0, 1) and some statistic must be asked for, got {quantiles}")
+    cdf = law_cdf(law, atoms)
+    exact_m = _float_moments(law, moments) if moments else []
+    qpoints = [float(cdf.ac_quantile(p)) for p in quantiles]
+    names = [f"m{k}" for k in range(1, moments + 1)] + [f"F(q{p:g})" for p in quantiles]
+    limit = _theory_statistics(cdf, exact_m, qpoints, 0, 10 ** 9)
+
+    seq, rngs = _spawn(seed, sum(reps))
+    rng_iter = iter(rngs)
+    means, variances, spectra = [], [], []
+    for n, r, length in zip(sizes, reps, lengths):
+        theory = _theory_statistics(cdf, exact_m, qpoints, trim, length)
+        stats = []
+        for i in range(r):
+            spec = sample(n, next(rng_iter))
+            if i == 0:
+                spectra.append(spec)
+            stats.append(bulk_statistics(spec, qpoints, moments, trim) - theory)
+        stats = np.array(stats)
+        means.append(stats.mean(0))
+        variances.append(stats.var(0, ddof=1))
+        if progress is not None:
+            progress(f"N = {n}: {r} samples done ({time.perf_counter() - t0:.1f} s)")
+    means = np.array(means)
+    variances = np.array(variances)
+    rows = []
+    ok = True
+    df = int(sum(r - 1 for r in reps))
+    crit = student_t_quantile(1 - level / (2 * len(names)), df)
+    for j, name in enumerate(names):
+        fit = fit_trend(sizes, reps, means[:, j], variances[:, j], rates)
+        fit1 = fit_trend(sizes, reps, means[:, j], variances[:, j], (0.5,))
+        a, se = float(fit["coef"][0]), float(fit["se"][0])
+        # the theory's own error (double-precision CDF table, 15-digit moments) is far below any se
+        floor = 1e-7 * max(1.0, abs(limit[j]))
+        t = a / max(se, floor)
+        passed = bool(abs(t) <= crit)
+        ok &= passed
+        rows.append({
+            "name": name, "theory": float(limit[j]), "differences": tuple(float(x) for x in means[:, j]),
+            "a": a, "se_a": se, "t": float(t), "tolerance": float(crit * max(se, floor)),
+            "trend": tuple(float(c) for c in fit["coef"][1:]), "trend_se": tuple(float(c) for c in fit["se"][1:]),
+            "lof_p": fit["lof_p"], "a_sqrt_only": float(fit1["coef"][0]), "se_sqrt_only": float(fit1["se"][0]),
+            "lof_p_sqrt_only": fit1["lof_p"], "sd_N": tuple(float(s) for s in fit["sd_N"]), "passed": passed,
+        })
+    seed_repr = seed if isinstance(seed, int) else seq.entropy
+    return CheckReport(label or law.name, bool(linear), sizes, reps, seed_repr, trim, tuple(rates), level,
+                       float(crit), df, float(epsilon), tuple(rows), bool(ok), time.perf_counter() - t0,
+                       tuple(spectra), law, tuple(atoms))
+
+
+def plot_check(report, path):
+    """Two panels: one spectrum per size against the density; ``D(N)`` against ``N^-1/2`` with the fits.
+
+    Parameters
+    ----------
+    report : CheckReport
+    path : str or Path
+        PNG file to write.
+
+    Returns
+    -------
+    path
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    law = report.law
+    cdf = law_cdf(law, list(report.atoms))
+    hi = max(b for _, b in cdf.intervals)
+    xs = np.linspace(hi / 400, hi, 400)
+    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 4.2))
+    ax0.plot(xs, law.density_fast(xs), color="black", lw=1.6, label="Gaussian-equivalent law")
+    for n, spec in zip(report.sizes, report.spectra):
+        pos = spec[spec > 0]
+        bins = 60
+        ax0.hist(pos, bins=bins, range=(0, hi), weights=np.full(pos.shape, bins / (len(spec) * hi)),
+                 histtype="step", lw=0.9, label=f"{'linear' if report.linear else 'real softmax'}, N = {n}")
+    ax0.set_yscale("log")
+    ax0.set_xlabel("squared singular value x")
+    ax0.set_ylabel("density (absolutely continuous part)")
+    ax0.legend(fontsize=7)
+    xn = np.array(report.sizes, float) ** -0.5
+    xf = np.linspace(0, xn.max() * 1.05, 100)
+    for row in report.rows:
+        if not row["name"].startswith("F("):
+            continue
+        line = ax1.plot(xn, row["differences"], "o", ms=4)[0]
+        coef = [row["a"]] + list(row["trend"])
+        fit = coef[0] + sum(c * xf ** (2 * p) for c, p in zip(coef[1:], report.rates))
+        ax1.plot(xf, fit, color=line.get_color(), lw=1, label=f"{row['name']}: a = {row['a']:.1e} +- {row['se_a']:.0e}")
+        ax1.errorbar([0], [row["a"]], yerr=[row["tolerance"]], color=line.get_color(), capsize=3)
+    ax1.axhline(0, color="gray", lw=0.8)
+    ax1.set_xlabel("N^(-1/2)")
+    ax1.set_ylabel("sample - theory (counting statistics)")
+    ax1.legend(fontsize=7)
+    fig.suptitle(report.config, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+# ----------------------------------------------------------------------------
+# Comparison study
+# ----------------------------------------------------------------------------
+
+#: Relative error bound of the double-precision density (``density_fast``: about 1e-8 away from edges).
+FAST_ERROR = 1e-7
+#: "Changes" needs a grid difference this many times above ``FAST_ERROR``.
+FAR_ABOVE = 1e3
+
+
+def _grid(edge, n):
+    return np.linspace(edge / n, edge, n)
+
+
+def _bulk_points(xs, dens, levels=(0.25, 0.5, 0.75), count=3):
+    """Short decimal points at ``levels`` of the absolutely continuous mass on a grid (exact inputs)."""
+    d = np.nan_to_num(dens)
+    cum = np.concatenate([[0.0], np.cumsum((d[1:] + d[:-1]) / 2 * np.diff(xs))])
+    targets = np.linspace(levels[0], levels[-1], count) if count > 1 else [0.5]
+    out = []
+    for p in targets:
+        x = float(np.interp(p * cum[-1], cum, xs))
+        out.append(f"{float(f'{x:.2g}'):g}")
+    return list(dict.fromkeys(out))
+
+
+def _digits(a, b, dps):
+    diff = abs(a - b)
+    if diff == 0:
+        return float(dps)
+    scale = max(abs(b), 1e-300)
+    return float(min(dps, -math.log10(float(diff / scale))))
+
+
+@dataclass(frozen=True)
+class ComparisonReport:
+    """Result of :func:`compare_patterns`: rows, allocation study, timings; ``text()`` and ``plot()``."""
+
+    setting: str
+    rows: tuple  # dicts per (heads, pattern)
+    allocation: tuple  # dicts
+    widths: tuple  # dicts
+    mc: dict
+    timings: dict
+    curves: dict = field(default_factory=dict, repr=False)
+
+    def as_dict(self):
+        """JSON-ready dictionary (curves left out)."""
+        def clean(v):
+            if isinstance(v, dict):
+                return {k: clean(x) for k, x in v.items()}
+            if isinstance(v, (list, tuple, np.ndarray)):
+                return [clean(x) for x in v]
+            if isinstance(v, (float, np.floating)):
+                return float(v) if math.isfinite(v) else str(float(v))
+            return v
+
+        return clean({"setting": self.setting, "rows": list(self.rows), "allocation": list(self.allocation),
+                      "widths": list(self.widths), "monte_carlo": self.mc, "timings": self.timings})
+
+    def verdicts(self):
+        """``{(heads, pattern): verdict}``."""
+        return {(r["heads"], r["pattern"]): r["verdict"] for r in self.rows}
+
+    def text(self):
+        """The table printed by ``freeprob attention compare``."""
+        out = [f"Sharing patterns against independent heads (mha) at the same sizes; {self.setting}", ""]
+        hdr = (f"{'H':>3} {'pattern':<9} {'verdict':<10} {'how':<34} {'digits':>7} {'max|drho|':>10} "
+               f"{'MC d/se':>8} {'MC (d-dT)/se':>13} {'MC':<12}")
+        out.append(hdr)
+        for r in self.rows:
+            mc = r.get("mc") or {}
+            md = f"{mc['separation']:.1f}" if mc else "-"
+            mz = f"{mc['z']:.2f}" if mc else "-"
+            mv = mc.get("verdict", "-") if mc else "-"
+            dig = "-" if r["digits"] is None else f"{r['digits']:.1f}"
+            out.append(f"{r['heads']:>3} {r['pattern']:<9} {r['verdict']:<10} {r['how']:<34} {dig:>7} "
+                       f"{r['max_diff']:>10.2e} {md:>8} {mz:>13} {mv:<12}")
+        if self.mc:
+            out.append("")
+            out.append(
+                f"MC: real softmax at N = {self.mc['size']} ({self.mc['reps']} samples) and N/2 "
+                f"({2 * self.mc['reps']}); statistic -Im (1/l) sum 1/(z - x_i) at z = x(1 + i/2), x the bulk "
+                f"points of each H's mha law ("
+                + "; ".join(f"H={h}: {', '.join(p)}" for h, p in self.mc["points"].items())
+                + "); 1/N bias removed by Richardson "
+                f"(2 s(N) - s(N/2)); d = pattern - mha, dT its theory; |.|/se is the largest over the points; "
+                f"'confirms' needs |d - dT|/se <= {self.mc['critical']:.2f} (Student t, family-wise "
+                f"{self.mc['level']:g}, Bonferroni over {self.mc['tests']} tests) and, for 'changes', "
+                f"|d|/se above it")
+        if self.allocation:
+            out += ["", f"Head allocation at fixed total width (H d_h = H d_v = {self.allocation[0]['total']}), mha:",
+                    f"{'H':>3} {'d_h':>7} {'d_v':>7} {'upper edge':>11} {'ac median':>10} {'max|drho| vs first':>19}"]
+            for r in self.allocation:
+                out.append(f"{r['heads']:>3} {r['d_h']:>7} {r['d_v']:>7} {r['edge']:>11.5f} {r['median']:>10.3f} "
+                           f"{r['max_diff']:>19.3e}")
+        if self.widths:
+            out += ["", f"Widths at fixed H = {self.widths[0]['heads']}, mha:",
+                    f"{'d_h':>7} {'d_v':>7} {'upper edge':>11} {'ac median':>10} {'max|drho| vs default':>21}"]
+            for r in self.widths:
+                out.append(f"{r['d_h']:>7} {r['d_v']:>7} {r['edge']:>11.5f} {r['median']:>10.3f} {r['max_diff']:>21.3e}")
+        if self.allocation or self.widths:
+            out.append("(upper edge: double-precision bisection, about 6 digits; ac median: 400-node quadrature, "
+                       "about 3 digits; max|drho| on the common 200-point grid)")
+        out += ["", "timings (s): " + ", ".join(f"{k} {v:.1f}" for k, v in self.timings.items())]
+        return "\n".join(out)
+
+    def plot(self, path):
+        """Write a three-panel figure: patterns (largest H), H at fixed total width, widths at fixed H."""
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
+        ax = axes[0]
+        pat = self.curves.get("patterns", {})
+        for (label, xs, d), ls in zip(pat.get("lines", []), ["-", "--", "-.", ":", (0, (1, 3)), (0, (5, 1))]):
+            ax.plot(xs, d, ls=ls, lw=1.6, label=label)
+        for label, spec in pat.get("samples", []):
+            pos = spec[spec > 0]
+            ax.hist(pos, bins=80, range=(0, pat["xmax"]), weights=np.full(pos.shape, 1 / (len(spec) * pat["xmax"] / 80)),
+                    histtype="step", lw=0.8, label=f"real softmax {label}")
+        ax.set_title(f"sharing patterns, H = {pat.get('heads', '?')}", fontsize=9)
+        for ax, key, title in ((axes[1], "allocation", "H at fixed total width"),
+                               (axes[2], "widths", "widths at fixed H")):
+            for label, xs, d in self.curves.get(key, []):
+                ax.plot(xs, d, lw=1.4, label=label)
+            ax.set_title(title, fontsize=9)
+        for ax in axes:
+            ax.set_xlabel("squared singular value x")
+            ax.set_ylabel("density (absolutely continuous part)")
+            ax.set_yscale("log")
+            ax.legend(fontsize=7)
+        fig.suptitle(self.setting, fontsize=9)
+        fig.tight_layout()
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        return path
+
+
+def _ac_median(law, edge, nodes=400):
+    """Median of the absolutely continuous part on ``[0, edge]``.
+
+    Midpoint rule in ``t`` after ``x = edge (1 - cos t)/2``, which absorbs the
+    square-root and inverse-square-root endpoint behaviour (as
+    :func:`freeprob._cdf.tabulate`); about four correct digits with 400 nodes.
+    """
+    t = (np.arange(nodes) + 0.5) * np.pi / nodes
+    x = edge * (1 - np.cos(t)) / 2
+    w = edge / 2 * np.sin(t) * (np.pi / nodes)
+    cum = np.concatenate([[0.0], np.cumsum(np.nan_to_num(law.density_fast(x)) * w)])
+    tb = np.arange(nodes + 1) * np.pi / nodes
+    xb = edge * (1 - np.cos(tb)) / 2
+    return float(np.interp(cum[-1] / 2, cum, xb))
+
+
+def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "shared-v", "tied-kv"), beta=1, *, l=1,
+                     d_h=sympy.Rational(1, 2), d_v=None, d_out=sympy.Rational(1, 2), grid=200, points=3, dps=35,
+                     digits=30, mc_size=400, mc_reps=6, seed=0, level=1e-3, total_width=1,
+                     widths=(sympy.Rational(1, 4), sympy.Rational(1, 2), 1), width_heads=2, allocation=True,
+                     progress=None):
+    """Which sharing patterns preserve the law of independent heads, and how head allocation moves it.
+
+    Parameters
+    ----------
+    heads : sequence of int
+        Head counts ``H``.
+    patterns : sequence of str
+        Patterns; ``gqa:G`` rows with ``G`` not dividing ``H`` are skipped
+        (``H = 1`` keeps only patterns that make sense with one head).
+    beta, l, d_h, d_v, d_out
+        The configuration shared by all rows (ratios).
+    grid : int, optional
+        Points of each double-precision density grid (default 200).
+    points : int, optional
+        Bulk points of the high-precision comparison (default 3); 0 gives
+        the table in double precision only (rows that are not "changes" or
+        identical equations are then "undecided").
+    dps : int, optional
+        Digits of each high-precision density (default 35).
+    digits : int, optional
+        Agreement needed for "preserves" (default 30).
+    mc_size : int or None, optional
+        Real-softmax confirmation at ``N = mc_size`` and ``mc_size // 2``;
+        None or 0 skips it.
+    mc_reps : int, optional
+        Samples at ``mc_size`` (twice as many at half the size).
+    seed : int, optional
+    level : float, optional
+        Family-wise level of the Monte-Carlo confirmations.
+    total_width : real, optional
+        ``H d_h = H d_v`` of the allocation study (over ``heads``).
+    widths : sequence of real, optional
+        ``d_h`` and ``d_v`` values of the width study at ``H = width_heads``.
+    allocation : bool, optional
+        Run the allocation and width studies (default True).
+    progress : callable, optional
+        Called with a line of text after each step.
+
+    Returns
+    -------
+    ComparisonReport
+
+    Notes
+    -----
+    Laws are cached (:func:`freeprob._attention.attention_law`), so the
+    ``mha`` reference of each ``H`` is built once. Cost grows with ``H``: the
+    30-digit points dominate at ``H = 8``.
+    """
+    from ._attention import attention_config, attention_law
+
+    say = progress or (lambda text: None)
+    t_start = time.perf_counter()
+    timings = {"engine grids": 0.0, "high precision": 0.0, "equations": 0.0, "monte carlo": 0.0, "allocation": 0.0}
+    heads = [int(h) for h in heads]
+    if not heads or min(heads) < 1:
+        raise DomainError(f"heads must be positive integers, got {heads}")
+    patterns = list(patterns)
+    if "mha" not in [p.strip().lower() for p in patterns]:
+        patterns = ["mha"] + patterns
+    configs = {}
+    for h in heads:
+        for p in patterns:
+            try:
+                cfg = attention_config(h, p, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)
+            except DomainError as exc:
+                if "groups" in str(exc):
+                    say(f"H = {h}, {p}: skipped ({exc})")
+                    continue
+                raise
+            if h == 1 and cfg.pattern != "mha" and cfg.pattern != "tied-kv":
+                continue  # one head: mqa, gqa:1 and shared-v are mha itself
+            configs[(h, cfg.pattern)] = cfg
+    setting = (f"beta = {sympy.nsimplify(beta)}, l = {l}, d_h = {d_h}, d_v = {d_v if d_v is not None else d_h}, "
+               f"d_out = {d_out} (ratios)")
+
+    def law_of(cfg):
+        return attention_law(cfg.heads, cfg.pattern, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
+
+    rows = []
+    curves = {}
+    ref_points = {}
+    mc_plan = []
+    for h in heads:
+        ref_law = law_of(configs[(h, "mha")])
+        group = [c for (hh, _), c in configs.items() if hh == h]
+        t = time.perf_counter()
+        edge = max(upper_edge(law_of(c), rel=1e-3) for c in group)
+        xs = _grid(edge, grid)
+        dens = {c.pattern: law_of(c).density_fast(xs) for c in group}
+        timings["engine grids"] += time.perf_counter() - t
+        pts = _bulk_points(xs, dens["mha"], count=points) if points else []
+        mc_pts = pts or _bulk_points(xs, dens["mha"], count=3)
+        ref_points[h] = mc_pts
+        t = time.perf_counter()
+        ref_eq = ref_law.system.equations()
+        timings["equations"] += time.perf_counter() - t
+        ref_hp = {}
+        for c in group:
+            law = law_of(c)
+            max_diff = float(np.nanmax(np.abs(dens[c.pattern] - dens["mha"])))
+            bound = FAST_ERROR * max(1.0, float(np.nanmax(dens["mha"])))
+            row = {"heads": h, "pattern": c.pattern, "max_diff": max_diff, "error_bound": bound, "digits": None,
+                   "points": pts, "n_unknowns": law.system.n_unknowns}
+            if c.pattern == "mha":
+                row.update(verdict="reference", how=f"{law.system.n_unknowns} unknowns")
+                rows.append(row)
+                mc_plan.append(c)
+                continue
+            t = time.perf_counter()
+            same_eq = law.system.equations() == ref_eq
+            timings["equations"] += time.perf_counter() - t
+            if same_eq:
+                row.update(verdict="preserves", how="identical reduced equations", digits=float("inf"))
+            elif max_diff > FAR_ABOVE * bound:
+                row.update(verdict="changes", how=f"grid difference {max_diff / bound:.1e} x error",
+                           digits=max(0.0, -math.log10(max_diff / float(np.nanmax(dens["mha"])))))
+            elif not pts:
+                row.update(verdict="undecided", how="equal in double precision; points=0")
+            else:
+                t = time.perf_counter()
+                agree = []
+                for x in pts:
+                    if x not in ref_hp:
+                        ref_hp[x] = ref_law.density(x, dps=dps)
+                    agree.append(_digits(law.density(x, dps=dps), ref_hp[x], dps))
+                timings["high precision"] += time.perf_counter() - t
+                row["digits"] = min(agree)
+                row["point_digits"] = agree
+                if min(agree) >= digits:
+                    row.update(verdict="preserves", how=f"densities equal at {len(pts)} points, dps={dps}")
+                else:
+                    row.update(verdict="undecided", how=f"differ at {min(agree):.1f} digits only")
+            rows.append(row)
+            mc_plan.append(c)
+            say(f"H = {h}, {c.pattern}: {row['verdict']} ({row['how']}) [{time.perf_counter() - t_start:.1f} s]")
+        if h == max(heads):
+            curves["patterns"] = {"heads": h, "xmax": float(edge),
+                                  "lines": [(p, xs, dens[p]) for p in dens]}
+
+    mc_info = {}
+    if mc_size:
+        t = time.perf_counter()
+        mc_info = _confirm(configs, mc_plan, rows, ref_points, law_of, mc_size, mc_reps, seed, level, curves, say)
+        timings["monte carlo"] = time.perf_counter() - t
+
+    alloc_rows, width_rows = [], []
+    if allocation:
+        t = time.perf_counter()
+        total = sympy.nsimplify(total_width)
+        alloc_cfgs = [attention_config(h, "mha", beta, l=l, d_h=total / h, d_v=total / h, d_out=d_out)
+                      for h in heads]
+        alloc_rows, curves["allocation"] = _allocation_rows(alloc_cfgs, law_of, grid,
+                                                            lambda c: f"H={c.heads}, d_h=d_v={c.d_h}")
+        for r in alloc_rows:
+            r["total"] = str(total)
+        wd_cfgs = [attention_config(width_heads, "mha", beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)]
+        for w in widths:
+            wd_cfgs.append(attention_config(width_heads, "mha", beta, l=l, d_h=w, d_v=d_v if d_v is not None else d_h,
+                                            d_out=d_out))
+            wd_cfgs.append(attention_config(width_heads, "mha", beta, l=l, d_h=d_h, d_v=w, d_out=d_out))
+        wd_cfgs = list(dict.fromkeys(wd_cfgs))
+        width_rows, curves["widths"] = _allocation_rows(wd_cfgs, law_of, grid,
+                                                        lambda c: f"d_h={c.d_h}, d_v={c.d_v}")
+        for r in width_rows:
+            r["heads"] = width_heads
+        timings["allocation"] = time.perf_counter() - t
+        say(f"allocation study done [{time.perf_counter() - t_start:.1f} s]")
+    timings["total"] = time.perf_counter() - t_start
+    return ComparisonReport(setting, tuple(rows), tuple(alloc_rows), tuple(width_rows), mc_info, timings, curves)
+
+
+def _allocation_rows(cfgs, law_of, grid, label):
+    laws = [law_of(c) for c in cfgs]
+    edges = [upper_edge(law) for law in laws]
+    xs = _grid(max(edges), grid)
+    dens = [law.density_fast(xs) for law in laws]
+    rows, lines = [], []
+    for c, law, e, d in zip(cfgs, laws, edges, dens):
+        rows.append({"heads": c.heads, "d_h": str(c.d_h), "d_v": str(c.d_v), "edge": e,
+                     "median": _ac_median(law, e), "max_diff": float(np.nanmax(np.abs(d - dens[0])))})
+        lines.append((label(c), xs, d))
+    return rows, lines
+
+
+def _confirm(configs, plan, rows, ref_points, law_of, size, reps, seed, level, curves, say):
+    """Real-softmax confirmation of each row (see the module docstring); fills ``row['mc']``."""
+    from ._montecarlo import student_t_quantile
+
+    size = int(size)
+    reps = int(reps)
+    if size < 40 or reps < 3:
+        raise DomainError(f"the Monte-Carlo confirmation needs mc_size >= 40 and mc_reps >= 3, got {size}, {reps}")
+    half = size // 2
+    _, rngs = _spawn(seed, len(plan) * 3 * reps)
+    it = iter(rngs)
+    est = {}
+    for c in plan:
+        pts = np.array([float(x) for x in ref_points[c.heads]])
+        zs = pts * (1 + 0.5j)
+        stats = {}
+        for n, r in ((size, reps), (half, 2 * reps)):
+            vals = []
+            for _ in range(r):
+                spec = c.sample(n, next(it))
+                vals.append(-(1 / (zs[:, None] - spec[None, :])).mean(1).imag)
+                if n == size and c.heads == curves.get("patterns", {}).get("heads") and len(vals) == 1:
+                    curves["patterns"].setdefault("samples", []).append((c.pattern, spec))
+            vals = np.array(vals)
+            stats[n] = (vals.mean(0), vals.var(0, ddof=1), r)
+        (mb, vb, rb), (mh, vh, rh) = stats[size], stats[half]
+        rich = 2 * mb - mh
+        var = 4 * vb / rb + vh / rh
+        theory = -law_of(c).cauchy_fast(zs).imag
+        est[(c.heads, c.pattern)] = (rich, var, theory)
+        say(f"MC H = {c.heads}, {c.pattern}: done")
+    tests = sum(1 for r in rows if r["verdict"] != "reference") * len(next(iter(ref_points.values())))
+    df = 2 * (3 * reps - 2)
+    crit = student_t_quantile(1 - level / (2 * max(tests, 1)), df)
+    for row in rows:
+        key = (row["heads"], row["pattern"])
+        rich, var, theory = est[key]
+        if row["verdict"] == "reference":
+            z = np.abs(rich - theory) / np.sqrt(var)
+            row["mc"] = {"separation": float("nan"), "z": float(np.max(z)), "verdict": "(vs theory)"}
+            continue
+        r0, v0, t0 = est[(row["heads"], "mha")]
+        d = rich - r0
+        se = np.sqrt(var + v0)
+        d_t = theory - t0
+        z = float(np.max(np.abs(d - d_t) / se))
+        sep = float(np.max(np.abs(d) / se))
+        if z > crit:
+            verdict = "CONTRADICTS"
+        elif row["verdict"] == "changes":
+            verdict = "confirms" if sep > crit else "unresolved"
+        else:
+            verdict = "confirms"
+        row["mc"] = {"separation": sep, "z": z, "verdict": verdict, "difference": d.tolist(),
+                     "theory_difference": d_t.tolist(), "se": se.tolist()}
+    return {"size": size, "reps": reps, "points": {h: list(ref_points[h]) for h in sorted(ref_points)},
+            "critical": float(crit), "level": level, "tests": tests, "df": df}
