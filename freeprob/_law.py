@@ -366,7 +366,15 @@ class SpectralLaw:
         :class:`EliminationError` when elimination exceeds its budget."""
         from ._closedform import cauchy_polynomial
 
-        return cauchy_polynomial(self, symbolic=symbolic, budget_seconds=budget_seconds)
+        key = (symbolic, budget_seconds)
+        failed = getattr(self, "_elimination_failed", {})
+        if key in failed:
+            raise failed[key]
+        try:
+            return cauchy_polynomial(self, symbolic=symbolic, budget_seconds=budget_seconds)
+        except EliminationError as exc:
+            self._elimination_failed = {**failed, key: exc}
+            raise
 
     def support(self, dps=None, grid=2001, method=None):
         """Support intervals ``[(a, b), ...]`` with edges to ``dps`` digits (default 15).

@@ -48,6 +48,20 @@ def _pinv_solve(ctx, a, b):
     return [sum(v[k, j] * coef[k] for k in range(len(sv))) for j in range(n)]
 
 
+def _solve(ctx, a, b, unk):
+    """LU solve; the (slow) SVD least-squares solve when LU fails or gives an
+    absurd step (a Jacobian singular up to finite-difference noise, as when
+    two unknowns are always equal)."""
+    try:
+        x = ctx.lu_solve(a, ctx.matrix(b))
+        step = [x[i] for i in range(a.cols)]
+        if max(abs(v) for v in step) <= 1e6 * (1 + max(abs(v) for v in unk)):
+            return step
+    except (ZeroDivisionError, TypeError):
+        pass
+    return _pinv_solve(ctx, a, b)
+
+
 def refine_edge(system, z_out, dps, bracket=None):
     """A soft edge of the support, in the system variable, to ``dps`` digits.
 
@@ -83,17 +97,25 @@ def refine_edge(system, z_out, dps, bracket=None):
     n = len(unk)
     h = ctx.mpf(10) ** (-work)
     tol = ctx.mpf(10) ** (-(work - 2))
-    step = None
-    for _ in range(60):
+    # Newton with a finite-difference Jacobian, reused (chord steps) while each
+    # step shrinks by at least a factor 10; recomputed otherwise
+    jm = None
+    last = None
+    for _ in range(80):
         f0 = _fold_residual(mpsys, unk, r, cq)
-        jm = ctx.matrix(n, n)
-        for j in range(n):
-            u2 = list(unk)
-            u2[j] += h
-            f1 = _fold_residual(mpsys, u2, r, cq)
-            for i in range(n):
-                jm[i, j] = (f1[i] - f0[i]) / h
-        step = _pinv_solve(ctx, jm, f0)
+        if jm is None:
+            jm = ctx.matrix(n, n)
+            for j in range(n):
+                u2 = list(unk)
+                u2[j] += h
+                f1 = _fold_residual(mpsys, u2, r, cq)
+                for i in range(n):
+                    jm[i, j] = (f1[i] - f0[i]) / h
+        step = _solve(ctx, jm, f0, unk)
+        size = max(abs(x) for x in step)
+        if last is not None and size > last / 10:
+            jm = None  # chord step too slow: fresh Jacobian next time
+        last = size
         unk = [unk[i] - step[i] for i in range(n)]
         if abs(step[r]) < tol * (1 + abs(unk[r])):
             break
