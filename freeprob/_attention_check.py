@@ -613,6 +613,24 @@ def multi_size_check(sample, law, atoms, sizes, *, lengths=None, reps=None, seed
                        tuple(spectra), law, tuple(atoms))
 
 
+def _visible(d):
+    """Density values for plotting: the solver's ~1e-12 floor outside the support is not drawn."""
+    d = np.array(d, float)
+    d[~(d > 1e-9)] = np.nan
+    return d
+
+
+def _cap(ax, xs, curves):
+    """A linear y-limit that shows the bulk (the hard edge at 0 is unbounded)."""
+    top = 0.0
+    for d in curves:
+        sel = (xs > xs[-1] / 15) & np.isfinite(d)
+        if sel.any():
+            top = max(top, float(np.max(d[sel])))
+    if top > 0:
+        ax.set_ylim(0, 1.6 * top)
+
+
 def plot_check(report, path):
     """Two panels: one spectrum per size against the density; ``D(N)`` against ``N^-1/2`` with the fits.
 
@@ -636,13 +654,14 @@ def plot_check(report, path):
     hi = max(b for _, b in cdf.intervals)
     xs = np.linspace(hi / 400, hi, 400)
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 4.2))
-    ax0.plot(xs, law.density_fast(xs), color="black", lw=1.6, label="Gaussian-equivalent law")
+    dens = _visible(law.density_fast(xs))
+    ax0.plot(xs, dens, color="black", lw=1.6, label="Gaussian-equivalent law")
     for n, spec in zip(report.sizes, report.spectra):
         pos = spec[spec > 0]
         bins = 60
         ax0.hist(pos, bins=bins, range=(0, hi), weights=np.full(pos.shape, bins / (len(spec) * hi)),
                  histtype="step", lw=0.9, label=f"{'linear' if report.linear else 'real softmax'}, N = {n}")
-    ax0.set_yscale("log")
+    _cap(ax0, xs, [dens])
     ax0.set_xlabel("squared singular value x")
     ax0.set_ylabel("density (absolutely continuous part)")
     ax0.legend(fontsize=7)
@@ -785,7 +804,9 @@ class ComparisonReport:
         ax = axes[0]
         pat = self.curves.get("patterns", {})
         for (label, xs, d), ls in zip(pat.get("lines", []), ["-", "--", "-.", ":", (0, (1, 3)), (0, (5, 1))]):
-            ax.plot(xs, d, ls=ls, lw=1.6, label=label)
+            ax.plot(xs, _visible(d), ls=ls, lw=1.6, label=label)
+        if pat.get("lines"):
+            _cap(ax, pat["lines"][0][1], [_visible(d) for _, _, d in pat["lines"]])
         for label, spec in pat.get("samples", []):
             pos = spec[spec > 0]
             ax.hist(pos, bins=80, range=(0, pat["xmax"]), weights=np.full(pos.shape, 1 / (len(spec) * pat["xmax"] / 80)),
@@ -793,13 +814,15 @@ class ComparisonReport:
         ax.set_title(f"sharing patterns, H = {pat.get('heads', '?')}", fontsize=9)
         for ax, key, title in ((axes[1], "allocation", "H at fixed total width"),
                                (axes[2], "widths", "widths at fixed H")):
-            for label, xs, d in self.curves.get(key, []):
-                ax.plot(xs, d, lw=1.4, label=label)
+            lines = self.curves.get(key, [])
+            for label, xs, d in lines:
+                ax.plot(xs, _visible(d), lw=1.4, label=label)
+            if lines:
+                _cap(ax, lines[0][1], [_visible(d) for _, _, d in lines])
             ax.set_title(title, fontsize=9)
         for ax in axes:
             ax.set_xlabel("squared singular value x")
             ax.set_ylabel("density (absolutely continuous part)")
-            ax.set_yscale("log")
             ax.legend(fontsize=7)
         fig.suptitle(self.setting, fontsize=9)
         fig.tight_layout()
