@@ -875,7 +875,9 @@ def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "share
         Agreement needed for "preserves" (default 30).
     mc_size : int or None, optional
         Real-softmax confirmation at ``N = mc_size`` and ``mc_size // 2``;
-        None or 0 skips it.
+        None or 0 skips it. The smaller size goes through
+        :func:`freeprob._attention.check_regime` (RegimeWarning or
+        RegimeError when it is too short for ``beta``).
     mc_reps : int, optional
         Samples at ``mc_size`` (twice as many at half the size).
     seed : int, optional
@@ -1045,6 +1047,11 @@ def _confirm(configs, plan, rows, ref_points, law_of, size, reps, seed, level, c
     if size < 40 or reps < 3:
         raise DomainError(f"the Monte-Carlo confirmation needs mc_size >= 40 and mc_reps >= 3, got {size}, {reps}")
     half = size // 2
+    from ._attention import check_regime
+
+    for c in plan:
+        small = c.sizes(half)
+        check_regime(c.beta, small["l"], head_dim=small["d_h"])
     _, rngs = _spawn(seed, len(plan) * 3 * reps)
     it = iter(rngs)
     est = {}
