@@ -184,24 +184,11 @@ def moments_report(law, k, exact=False, as_json=False, dps=15):
     return "\n".join(lines)
 
 
-def _sets(items):
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise FreeProbError(f"--set expects NAME=VALUE, got {item!r}")
-        key, value = item.split("=", 1)
-        out[key.strip()] = value.strip()
-    return out
-
-
 def cmd_moments(args, out):
     """Handler of ``freeprob moments``."""
-    from ._modelfile import find_model
+    from ._cli import _model
 
-    model = find_model(args.model)
-    overrides = _sets(args.set)
-    if overrides:
-        model = model.with_values(overrides)
+    model = _model(args)
     out.write(moments_report(model.law(), args.k, exact=args.exact, as_json=args.json, dps=args.dps) + "\n")
 
 
