@@ -68,17 +68,14 @@ All laws come from the cache of :func:`freeprob._attention.attention_law`.
 
 import math
 import time
-import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 import sympy
 
-from ._errors import ConvergenceError, DomainError
+from ._errors import DomainError
 
 __all__ = [
-    "law_cdf",
-    "upper_edge",
     "rank_atom",
     "bulk_statistics",
     "fit_trend",
@@ -91,138 +88,13 @@ __all__ = [
 ]
 
 
-def upper_edge(law, threshold=1e-6, rel=1e-6):
-    """The upper edge of the support of a squared-singular-value law, from the fast density alone.
-
-    The density is evaluated on a doubling grid ``2^k`` (``k = -6..16``); the
-    support ends before the first grid point past the last positive value
-    ``x_+``, then a 33-point grid on ``[x_+, 2 x_+]`` and a bisection on the
-    sign of ``density - threshold * max`` locate the edge to ``rel`` times
-    ``x_+`` (within ``1e-6`` of the edge the double-precision solve slows down
-    by a factor 30). No moments are needed (they are costly for many heads).
-
-    Returns
-    -------
-    float
-        A point at most ``rel x_+`` above the last point where the density
-        exceeds ``threshold`` times its largest value seen.
-
-    Raises
-    ------
-    ConvergenceError
-        When no positive density is found, or it is still positive at ``2 x_+``.
-    """
-    ks = np.arange(-6, 17)
-    xs = 2.0 ** ks
-    d = np.nan_to_num(law.density_fast(xs))
-    pos = np.nonzero(d > threshold * float(np.max(d)))[0]
-    if not len(pos) or not np.max(d) > 0:
-        raise ConvergenceError(f"no positive density found on [2^-6, 2^16] for {law.name}")
-    x_plus = xs[pos[-1]]
-    fine = np.linspace(x_plus, 2 * x_plus, 33)
-    df = np.nan_to_num(law.density_fast(fine))
-    thr = threshold * max(float(np.max(d)), float(np.max(df)))
-    idx = np.nonzero(df > thr)[0]
-    if not len(idx):
-        return float(fine[1])
-    if idx[-1] == len(fine) - 1:
-        raise ConvergenceError(f"the density of {law.name} is still positive at {fine[-1]}")
-    return _bisect_edge(law, fine[idx[-1] + 1], fine[idx[-1]], thr, rel=rel * x_plus / (fine[1] - fine[0]))
-
-
-_CDF_CACHE = weakref.WeakKeyDictionary()
-
-
-def law_cdf(law, atoms, nodes=2000):
-    """The distribution function of a squared-singular-value law, found without moments.
-
-    The engine's ``law.cdf_function()`` brackets the support with
-    ``2 max_j m_j^(1/j)`` from 8 exact moments, which is slow for several
-    heads (the series costs grow with the system) and falls short for
-    attention laws, whose right tail is long (one head, ``d_h = d_v = d_out =
-    1/2``: estimate 13.76, edge 13.90), so that ``support()`` raises. Here the
-    support is bracketed by :func:`upper_edge`, its pieces found on a
-    4001-point grid and each edge bisected in double precision on the sign of
-    ``density - 1e-4 median`` to ``1e-10`` of the grid step; the table is then
-    built as the engine builds it (:func:`freeprob._cdf.tabulate`), which
-    checks that atoms plus absolutely continuous mass make one to ``1e-6``.
-
-    Parameters
-    ----------
-    law : SpectralLaw
-    atoms : list of (float, float)
-        Atoms ``(x, mass)``; for attention laws the atom at 0 of mass
-        ``1 - rank/l`` (:func:`rank_atom`). A wrong mass fails the mass check.
-    nodes : int, optional
-
-    Returns
-    -------
-    DistributionTable
-        Cached per law.
-    """
-    key = (nodes, tuple(atoms))
-    cache = _CDF_CACHE.setdefault(law, {})
-    if key not in cache:
-        cache[key] = _fallback_cdf(law, list(atoms), nodes)
-    return cache[key]
-
-
-def _bisect_edge(law, x_out, x_in, thr, rel=1e-10):
-    """Shrink a grid bracket of a soft edge to ``rel`` of its width (double precision); return the outer end."""
-    width = abs(x_in - x_out)
-    for _ in range(12):
-        ts = np.linspace(x_out, x_in, 18)[1:-1]
-        d = np.nan_to_num(law.density_fast(ts))
-        inside = np.nonzero(d > thr)[0]
-        if len(inside):
-            k = inside[0]
-            x_out, x_in = (ts[k - 1] if k > 0 else x_out), ts[k]
-        else:
-            x_out = ts[-1]  # the edge lies between the last point tried and x_in
-        if abs(x_in - x_out) < rel * width:
-            break
-    return float(x_out)
-
-
-def _fallback_cdf(law, atoms, nodes):
-    from ._cdf import tabulate
-
-    hi = upper_edge(law, rel=1e-3)
-    xs = np.linspace(hi * 1e-6, hi * 1.02, 1001)
-    d = law.density_fast(xs)
-    finite = np.isfinite(d)
-    bulk = d[finite & (d > 1e-9)]
-    thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
-    pos = finite & (d > thr)
-    intervals = []
-    i = 0
-    while i < len(xs):
-        if not pos[i]:
-            i += 1
-            continue
-        j = i
-        while j + 1 < len(xs) and pos[j + 1]:
-            j += 1
-        seg = slice(max(i - 1, 0), min(j + 2, len(xs)))
-        if np.trapezoid(np.nan_to_num(d[seg]), xs[seg]) >= 1e-6:
-            if i == 0:
-                if d[0] < d[1]:
-                    raise ConvergenceError(f"the density of {law.name} is positive at the start of the grid {xs[0]}")
-                left = 0.0
-            else:
-                left = _bisect_edge(law, xs[i - 1], xs[i], thr)
-            intervals.append((left, _bisect_edge(law, xs[j + 1], xs[j], thr)))
-        i = j + 1
-    return tabulate(law.density_fast, intervals, atoms, nodes=nodes)
-
-
 def rank_atom(cfg):
     """The atom at 0 of an attention law, ``1 - r/l`` with the generic rank ``r = min(l, d_out, H d_v)``.
 
     ``Y = [M_1 V_1, ..., M_H V_H] [W_1; ...; W_H]`` has generic rank
     ``min(l, H d_v, d_out)`` whatever is shared (a shared ``V`` still gives
     ``H`` different blocks ``M_h V``); for ``tied-kv`` ``d_v = d_h``. The
-    mass is not trusted blindly: :func:`law_cdf` fails unless it and the
+    mass is not trusted blindly: the law's ``cdf_function`` fails unless it and the
     integrated density add up to one.
 
     Returns
@@ -531,7 +403,7 @@ def multi_size_check(sample, law, atoms, sizes, *, lengths=None, reps=None, seed
     law : SpectralLaw
         The theory (squared singular values).
     atoms : list of (float, float)
-        Its atoms, checked by the mass balance of :func:`law_cdf`.
+        Its atoms, checked by the mass balance of ``law.cdf_function``.
     sizes : sequence of int
     lengths : sequence of int, optional
         Spectrum length at each size (default: the sizes).
@@ -563,7 +435,7 @@ def multi_size_check(sample, law, atoms, sizes, *, lengths=None, reps=None, seed
         raise DomainError(f"moments must be a non-negative integer, got {moments!r}")
     if any(not 0 < p < 1 for p in quantiles) or moments + len(quantiles) == 0:
         raise DomainError(f"quantiles must lie in (0, 1) and some statistic must be asked for, got {quantiles}")
-    cdf = law_cdf(law, atoms)
+    cdf = law.cdf_function(atoms=atoms)
     exact_m = _float_moments(law, moments) if moments else []
     qpoints = [float(cdf.ac_quantile(p)) for p in quantiles]
     names = [f"m{k}" for k in range(1, moments + 1)] + [f"F(q{p:g})" for p in quantiles]
@@ -650,7 +522,7 @@ def plot_check(report, path):
     import matplotlib.pyplot as plt
 
     law = report.law
-    cdf = law_cdf(law, list(report.atoms))
+    cdf = law.cdf_function(atoms=report.atoms)
     hi = max(b for _, b in cdf.intervals)
     xs = np.linspace(hi / 400, hi, 400)
     fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 4.2))
@@ -831,22 +703,6 @@ class ComparisonReport:
         return path
 
 
-def _ac_median(law, edge, nodes=400):
-    """Median of the absolutely continuous part on ``[0, edge]``.
-
-    Midpoint rule in ``t`` after ``x = edge (1 - cos t)/2``, which absorbs the
-    square-root and inverse-square-root endpoint behaviour (as
-    :func:`freeprob._cdf.tabulate`); about four correct digits with 400 nodes.
-    """
-    t = (np.arange(nodes) + 0.5) * np.pi / nodes
-    x = edge * (1 - np.cos(t)) / 2
-    w = edge / 2 * np.sin(t) * (np.pi / nodes)
-    cum = np.concatenate([[0.0], np.cumsum(np.nan_to_num(law.density_fast(x)) * w)])
-    tb = np.arange(nodes + 1) * np.pi / nodes
-    xb = edge * (1 - np.cos(tb)) / 2
-    return float(np.interp(cum[-1] / 2, cum, xb))
-
-
 def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "shared-v", "tied-kv"), beta=1, *, l=1,
                      d_h=sympy.Rational(1, 2), d_v=None, d_out=sympy.Rational(1, 2), grid=200, points=3, dps=35,
                      digits=30, mc_size=400, mc_reps=6, seed=0, level=1e-3, total_width=1,
@@ -940,7 +796,7 @@ def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "share
         ref_law = law_of(configs[(h, "mha")])
         group = [c for (hh, _), c in configs.items() if hh == h]
         t = time.perf_counter()
-        edge = max(upper_edge(law_of(c), rel=1e-3) for c in group)
+        edge = max(law_of(c).support_fast(grid=501)[-1][1] for c in group)
         xs = _grid(edge, grid)
         dens = {c.pattern: law_of(c).density_fast(xs) for c in group}
         timings["engine grids"] += time.perf_counter() - t
@@ -1027,13 +883,13 @@ def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "share
 
 def _allocation_rows(cfgs, law_of, grid, label):
     laws = [law_of(c) for c in cfgs]
-    edges = [upper_edge(law) for law in laws]
+    edges = [law.support_fast(grid=501)[-1][1] for law in laws]
     xs = _grid(max(edges), grid)
     dens = [law.density_fast(xs) for law in laws]
     rows, lines = [], []
     for c, law, e, d in zip(cfgs, laws, edges, dens):
-        rows.append({"heads": c.heads, "d_h": str(c.d_h), "d_v": str(c.d_v), "edge": e,
-                     "median": _ac_median(law, e), "max_diff": float(np.nanmax(np.abs(d - dens[0])))})
+        median = law.cdf_function(atoms=rank_atom(c)).ac_quantile(0.5)
+        rows.append({"heads": c.heads, "d_h": str(c.d_h), "d_v": str(c.d_v), "edge": e, "median": median, "max_diff": float(np.nanmax(np.abs(d - dens[0])))})
         lines.append((label(c), xs, d))
     return rows, lines
 

@@ -551,11 +551,11 @@ def polynomial_edges(law, dps=15):
         raise ConvergenceError(f"{law.name}: positive density beyond the outermost candidate edge")
     out = []
     res = context(dps)
-    for i, (val, exact, minpoly, iv) in enumerate(cands):
+    for i, (val, is_exact, minpoly, iv) in enumerate(cands):
         left, right = pos[i], pos[i + 1]
         if left == right:
             continue
-        out.append(Edge(res.mpf(val), "left" if right else "right", minpoly, iv, exact, dps))
+        out.append(Edge(res.mpf(val), "left" if right else "right", minpoly, iv, is_exact, dps))
     return tuple(out)
 
 

@@ -92,7 +92,7 @@ class SpectralLaw:
         self._reduction = None
         self._numeric = None
         self._fast = None
-        self._cdf = None
+        self._cdf = {}
         # the symbolic reduction runs now, so that bad input (shapes, scaling,
         # symmetry) is reported when the law is made, not at its first use
         self.reduction
@@ -400,71 +400,136 @@ class SpectralLaw:
                     raise
         return self._support_dyson(dps, grid)
 
+    def support_fast(self, grid=2001, rel=1e-6):
+        """Support intervals in double precision, from the fast density alone.
+
+        No moments and no fold system: the range is found by probing the
+        density on a doubling grid ``±2^k`` (``k = -6..16``) and widened while
+        the density is positive at an end; each grid bracket of an edge is
+        shrunk by repeated 16-point searches on ``density > threshold`` to
+        ``rel`` of its width (the threshold is ``1e-4`` of the median bulk
+        density, which moves a square-root edge by about ``1e-8`` of the
+        support's width: a smaller ``rel`` buys nothing). These are edges of
+        the double-precision density, for tables and plots; use
+        :meth:`support` for verified digits. A narrow
+        piece of support missed by the probe shows up as missing mass in
+        :meth:`cdf_function`, which raises.
+
+        Returns
+        -------
+        list of (float, float)
+        """
+        xs, d, thr, pos = self._support_grid(grid, self._probe_range())
+        out = []
+        for i0, i1, hard_zero in self._support_runs(xs, d, pos):
+            left = 0.0 if hard_zero else self._shrink_bracket(xs[i0 - 1], xs[i0], thr, rounds=12, rel=rel)[0]
+            right = self._shrink_bracket(xs[i1 + 1], xs[i1], thr, rounds=12, rel=rel)[0]
+            out.append((float(left), float(right)))
+        return out
+
     def _support_dyson(self, dps, grid):
-        lo, hi = self._range()
-        if self.law == "squared-singular-values":
-            xs = np.linspace(hi * 1e-6, hi, grid)
-        else:
-            xs = np.linspace(lo, hi, grid)
-        d = self.density_fast(xs)
-        finite = np.isfinite(d)
-        # threshold relative to a typical bulk value (a hard edge or an atom's
-        # Lorentzian tail must not set the scale)
-        bulk = d[finite & (d > 1e-9)]
-        thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
-        pos = finite & (d > thr)
+        from ._support import refine_edge
+
+        xs, d, thr, pos = self._support_grid(grid, self._range())
+        ctx = context(dps + guard_digits(dps))
+
+        def edge(x_out, x_in):
+            # shrink the grid bracket in double precision first, so that Newton
+            # on the fold system starts well inside its basin
+            near, _ = self._shrink_bracket(x_out, x_in, thr, rounds=4, rel=1e-7)
+            e = ctx.mpf(refine_edge(self.numeric_system, self._z_of(near), dps,
+                                    bracket=(self._z_of(x_out), self._z_of(x_in))))
+            return e if self.law == "eigenvalues" else e * e
+
+        out = []
+        for i0, i1, hard_zero in self._support_runs(xs, d, pos):
+            left = ctx.mpf(0) if hard_zero else edge(xs[i0 - 1], xs[i0])
+            out.append((left, edge(xs[i1 + 1], xs[i1])))
+        return out
+
+    def _probe_range(self):
+        """A range around the density seen on the doubling grid ``±2^k``, ``k = -6..16``."""
+        ks = 2.0 ** np.arange(-6, 17)
+        xs = ks if self.law == "squared-singular-values" else np.concatenate([-ks[::-1], ks])
+        d = np.nan_to_num(self.density_fast(xs))
+        top = float(np.max(d))
+        if not top > 0:
+            raise ConvergenceError(f"no positive density of {self.name} found on ±[2^-6, 2^16]")
+        r = 2 * float(np.max(np.abs(xs[d > 1e-6 * top])))
+        return (0.0, r) if self.law == "squared-singular-values" else (-r, r)
+
+    def _support_grid(self, grid, range_, max_widenings=12):
+        """A double-precision density grid on ``range_``, widened until its ends lie outside the support.
+
+        A finite number of moments (:meth:`_range`) or probes
+        (:meth:`_probe_range`) can underestimate an edge, so the range is
+        doubled while the density is still positive at an end.
+        """
+        lo, hi = range_
+        for _ in range(max_widenings):
+            if self.law == "squared-singular-values":
+                # geometric points below the first cell: a soft edge or a gap
+                # close to the atom at 0 is not merged with it
+                xs = np.concatenate([np.geomspace(hi * 1e-6, hi / grid, 25)[:-1], np.linspace(hi / grid, hi, grid)])
+            else:
+                xs = np.linspace(lo, hi, grid)
+            d = self.density_fast(xs)
+            finite = np.isfinite(d)
+            # threshold relative to a typical bulk value (a hard edge or an atom's
+            # Lorentzian tail must not set the scale)
+            bulk = d[finite & (d > 1e-9)]
+            thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
+            pos = finite & (d > thr)
+            wide_left = self.law == "eigenvalues" and pos[0]
+            if not pos[-1] and not wide_left:
+                return xs, d, thr, pos
+            width = hi - lo
+            hi = hi + width if pos[-1] else hi
+            lo = lo - width if wide_left else lo
+        raise ConvergenceError(
+            f"the density of {self.name} is still positive at the end of the range [{xs[0]}, {xs[-1]}] "
+            f"after {max_widenings} doublings: the law may not be compactly supported"
+        )
+
+    def _support_runs(self, xs, d, pos):
+        """Runs ``(i0, i1, hard_zero)`` of grid points with positive density that carry mass.
+
+        A run of negligible mass is the tail of an atom seen through ``eta > 0``
+        and is dropped; a run starting at the first grid point is a hard edge at
+        0 of a squared-singular-value law when the density grows towards 0.
+        """
         runs = []
         i = 0
         while i < len(xs):
-            if pos[i]:
-                j = i
-                while j + 1 < len(xs) and pos[j + 1]:
-                    j += 1
-                runs.append((i, j))
-                i = j + 1
-            else:
+            if not pos[i]:
                 i += 1
-        ctx = context(dps + guard_digits(dps))
-        out = []
-        for i0, i1 in runs:
-            seg = slice(max(i0 - 1, 0), min(i1 + 2, len(xs)))
-            if np.trapezoid(np.nan_to_num(d[seg]), xs[seg]) < 1e-6:
-                continue  # the tail of an atom seen through eta > 0, not a piece of support
-            if i1 == len(xs) - 1:
-                raise ConvergenceError(f"the density is still positive at x = {xs[-1]}: the support range estimate failed")
-            if i0 == 0:
-                if self.law == "squared-singular-values" and d[0] >= d[1]:
-                    # density growing towards 0+: a hard edge at 0
-                    left = ctx.mpf(0)
-                else:
-                    raise ConvergenceError(f"the density is positive at the start of the grid x = {xs[0]}")
-            else:
-                left = self._edge(xs[i0 - 1], xs[i0], dps, ctx, thr)
-            right = self._edge(xs[i1 + 1], xs[i1], dps, ctx, thr)
-            out.append((left, right))
-        return out
+                continue
+            j = i
+            while j + 1 < len(xs) and pos[j + 1]:
+                j += 1
+            seg = slice(max(i - 1, 0), min(j + 2, len(xs)))
+            if np.trapezoid(np.nan_to_num(d[seg]), xs[seg]) >= 1e-6:
+                hard_zero = i == 0
+                if hard_zero and not (self.law == "squared-singular-values" and d[0] >= d[1]):
+                    raise ConvergenceError(f"the density of {self.name} is positive at the start of the grid x = {xs[0]}")
+                runs.append((i, j, hard_zero))
+            i = j + 1
+        return runs
 
-    def _edge(self, x_out, x_in, dps, ctx, thr):
-        from ._support import refine_edge
-
-        # shrink the grid bracket in double precision first (a 16-point search per
-        # round on the density's sign), so that Newton on the fold system starts
-        # well inside its basin
+    def _shrink_bracket(self, x_out, x_in, thr, rounds, rel):
+        """Shrink the bracket ``(x_out, x_in)`` of an edge by 16-point searches on ``density > thr``."""
         width = abs(x_in - x_out)
-        bracket = (self._z_of(x_out), self._z_of(x_in))
-        for _ in range(4):
+        for _ in range(rounds):
             ts = np.linspace(x_out, x_in, 18)[1:-1]
-            d = np.nan_to_num(self.density_fast(ts))
-            inside = np.nonzero(d > thr)[0]
+            inside = np.nonzero(np.nan_to_num(self.density_fast(ts)) > thr)[0]
             if not len(inside):
+                x_out = ts[-1]  # the edge lies between the last point tried and x_in
+            else:
+                k = inside[0]
+                x_out, x_in = (ts[k - 1] if k > 0 else x_out), ts[k]
+            if abs(x_in - x_out) < rel * width:
                 break
-            k = inside[0]
-            x_out, x_in = (ts[k - 1] if k > 0 else x_out), ts[k]
-            if abs(x_in - x_out) < 1e-7 * width:
-                break
-        e = refine_edge(self.numeric_system, self._z_of(x_out), dps, bracket=bracket)
-        e = ctx.mpf(e)
-        return e if self.law == "eigenvalues" else e * e
+        return float(x_out), float(x_in)
 
     def atoms(self, dps=None, candidates=(0,), method=None):
         """Atoms ``[(x, mass), ...]`` with masses to ``dps`` digits (default 15).
@@ -503,22 +568,26 @@ class SpectralLaw:
                 out.append((ctx.mpf(x0), ctx.mpf(m)))
         return out
 
-    def cdf_function(self, nodes=2000):
+    def cdf_function(self, nodes=2000, atoms=None):
         """The distribution function as a :class:`~freeprob._cdf.DistributionTable` (double precision).
 
-        Built from the support (edges to 15 digits), the atoms at 0 and the
-        fast density; raises if the total mass is not one.
+        Built from :meth:`support_fast`, the fast density and the atoms
+        (default :meth:`atoms`; pass ``[(x, mass), ...]`` when they are known
+        exactly). Raises :class:`ConvergenceError` if the total mass is not one,
+        so a missed piece of support or a wrong atom never goes unnoticed.
         """
-        if self._cdf is None:
-            from ._cdf import tabulate
+        from ._cdf import tabulate
 
-            intervals = [(float(a), float(b)) for a, b in self.support()]
+        if atoms is None:
             try:
-                atoms = [(float(x), float(m)) for x, m in self.atoms()]
+                atoms = self.atoms()
             except ConvergenceError:
                 atoms = []
-            self._cdf = tabulate(self.density_fast, intervals, atoms, nodes=nodes)
-        return self._cdf
+        atoms = tuple((float(x), float(m)) for x, m in atoms)
+        key = (nodes, atoms)
+        if key not in self._cdf:
+            self._cdf[key] = tabulate(self.density_fast, self.support_fast(), list(atoms), nodes=nodes)
+        return self._cdf[key]
 
     def quantile(self, p):
         """The ``p``-quantile of the law (double precision)."""

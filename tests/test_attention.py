@@ -281,10 +281,10 @@ def test_rank_atom_and_cdf():
     cfg = att.attention_config(2, "tied-kv", 1, d_out="1/4")
     assert chk.rank_atom(cfg) == [(0.0, 0.75)]
     assert chk.rank_atom(att.attention_config(1, "mha", 1, d_out=2, d_h=1)) == []
-    table = chk.law_cdf(att.attention_law(1, "mha", 1), [(0.0, 0.5)])
+    table = att.attention_law(1, "mha", 1).cdf_function(atoms=[(0.0, 0.5)])
     assert abs(table.mass_ac - 0.5) <= table.quad_error + 1e-7
     with pytest.raises(fp.ConvergenceError, match="mass"):
-        chk.law_cdf(att.attention_law(1, "mha", 1), [(0.0, 0.25)])
+        att.attention_law(1, "mha", 1).cdf_function(atoms=[(0.0, 0.25)])
 
 
 # --------------------------------------------------------------------------

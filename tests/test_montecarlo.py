@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import sympy
 
 import freeprob as fp
 from freeprob._montecarlo import sample_matrix, sizes_for, student_t_quantile

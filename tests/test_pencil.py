@@ -30,7 +30,6 @@ class _Plain:
 
 def square_exprs(space):
     """Strategy for expressions of shape (space, space)."""
-    other = b if space == a else a
     base = st.sampled_from([LEAVES["W"] if space == a else LEAVES["V"], fp.identity(space)])
 
     def extend(children):
