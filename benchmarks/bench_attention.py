@@ -23,14 +23,7 @@ import numpy as np
 from freeprob import _attention as att
 from freeprob._attention_check import compare_patterns
 
-
-def best_of(fn, repeat=3):
-    out = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return min(out)
+from _timing import best_of
 
 
 def fresh():

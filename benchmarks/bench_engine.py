@@ -9,20 +9,12 @@
 Run: ``python benchmarks/bench_engine.py``.
 """
 
-import time
 
 import numpy as np
 
 import freeprob as fp
 
-
-def best_of(fn, repeat=3):
-    out = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t)
-    return min(out)
+from _timing import best_of
 
 
 def main():

@@ -52,6 +52,7 @@ __all__ = [
     "AttentionConfig",
     "RegimeWarning",
     "attention_config",
+    "head_plan",
     "attention_expression",
     "attention_model",
     "attention_law",
@@ -314,25 +315,54 @@ def _ratio_value(value, name):
     return v
 
 
-def _parse_pattern(pattern, heads):
-    """``(name, groups)``: the normalized pattern and its number of distinct key matrices."""
+def head_plan(pattern, heads, allow_tied_qk=False):
+    """Normalize a sharing pattern: ``(name, groups, plan)``.
+
+    ``groups`` is the number of distinct key matrices (``H``, 1 for ``mqa``,
+    ``G`` for ``gqa:G``); ``plan[h] = (q, k, v)`` gives head ``h``'s query,
+    key and value matrix (0-based; ``"tied"`` where it is another of the
+    head's own matrices). Both the builder and the real-softmax sampler
+    read the pattern through this one function.
+
+    Examples
+    --------
+    >>> head_plan("gqa:2", 4)
+    ('gqa:2', 2, [(0, 0, 0), (1, 0, 0), (2, 1, 1), (3, 1, 1)])
+    >>> head_plan("tied-kv", 2)[2]
+    [(0, 0, 'tied'), (1, 1, 'tied')]
+
+    Raises
+    ------
+    RegimeError
+        ``tied-qk`` unless ``allow_tied_qk`` (the sampler shows its failure).
+    DomainError
+        An unknown pattern, or ``H`` not divisible by ``G``.
+    """
     if not isinstance(pattern, str):
         raise DomainError(f"pattern must be a string among {PATTERNS}, got {pattern!r}")
     name = pattern.strip().lower()
-    if name == "tied-qk":
+    hs = range(heads)
+    if name == "tied-qk" and not allow_tied_qk:
         raise RegimeError(_TIED_QK)
-    if name in ("mha", "shared-v", "tied-kv"):
-        return name, heads
-    if name == "mqa":
-        return name, 1
+    plans = {
+        "mha": (heads, [(h, h, h) for h in hs]),
+        "mqa": (1, [(h, 0, h) for h in hs]),
+        "shared-v": (heads, [(h, h, 0) for h in hs]),
+        "tied-kv": (heads, [(h, h, "tied") for h in hs]),
+        "tied-qk": (heads, [("tied", h, h) for h in hs]),
+    }
+    if name in plans:
+        return (name, *plans[name])
     if name.startswith("gqa:"):
         text = name[4:]
         if not text.isdigit() or int(text) < 1:
             raise DomainError(f"pattern {pattern!r}: the group count G in 'gqa:G' must be a positive integer")
         groups = int(text)
         if heads % groups:
-            raise DomainError(f"pattern {pattern!r}: {heads} heads cannot be split into {groups} equal groups")
-        return f"gqa:{groups}", groups
+            raise DomainError(f"pattern {pattern!r}: {heads} heads cannot be split into {groups} equal groups "
+                              f"(H must be divisible by G)")
+        size = heads // groups
+        return f"gqa:{groups}", groups, [(h, h // size, h // size) for h in hs]
     raise DomainError(f"unknown sharing pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")
 
 
@@ -440,7 +470,7 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=_DEFAULT_WIDTH,
         ``tied-qk``.
     """
     heads = _positive_int("heads", heads)
-    name, groups = _parse_pattern(pattern, heads)
+    name, groups, _ = head_plan(pattern, heads)
     b = _beta_value(beta)
     lr = _ratio_value(l, "l")
     dh = _ratio_value(d_h, "d_h")

@@ -503,6 +503,17 @@ def _cap(ax, xs, curves):
         ax.set_ylim(0, 1.6 * top)
 
 
+def _save(fig, title, path):
+    """Title, lay out, write and close a figure; returns ``path``."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_check(report, path):
     """Two panels: one spectrum per size against the density; ``D(N)`` against ``N^-1/2`` with the fits.
 
@@ -551,11 +562,7 @@ def plot_check(report, path):
     ax1.set_xlabel("N^(-1/2)")
     ax1.set_ylabel("sample - theory (counting statistics)")
     ax1.legend(fontsize=7)
-    fig.suptitle(report.config, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return _save(fig, report.config, path)
 
 
 # ----------------------------------------------------------------------------
@@ -696,11 +703,7 @@ class ComparisonReport:
             ax.set_xlabel("squared singular value x")
             ax.set_ylabel("density (absolutely continuous part)")
             ax.legend(fontsize=7)
-        fig.suptitle(self.setting, fontsize=9)
-        fig.tight_layout()
-        fig.savefig(path, dpi=110)
-        plt.close(fig)
-        return path
+        return _save(fig, self.setting, path)
 
 
 def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "shared-v", "tied-kv"), beta=1, *, l=1,

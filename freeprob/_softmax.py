@@ -36,12 +36,11 @@ import numpy as np
 import sympy
 
 from ._equivalence import gaussian_equivalent
+from ._attention import PATTERNS, head_plan
 from ._errors import DomainError, RegimeError, ShapeError
 
 __all__ = ["PATTERNS", "sample_attention", "attention_sizes", "softmax_gaussian_equivalent"]
 
-#: Sharing patterns accepted by :func:`sample_attention` (``gqa:G`` with ``G`` groups).
-PATTERNS = ("mha", "mqa", "gqa:G", "shared-v", "tied-kv", "tied-qk")
 
 _TIED_QK_MESSAGE = (
     "pattern 'tied-qk' (Q_h = K_h, symmetric scores) is outside the regime of Gaussian "
@@ -103,36 +102,6 @@ def _check_beta(beta):
     if not math.isfinite(beta):
         raise DomainError(f"beta must be finite, got {beta!r}")
     return beta
-
-
-def _head_groups(pattern, heads):
-    """Per head: (query index, key index, value index or 'tied'), from the pattern name."""
-    if not isinstance(pattern, str):
-        raise DomainError(f"pattern must be a string among {PATTERNS}, got {pattern!r}")
-    name = pattern.strip().lower()
-    hs = range(heads)
-    if name == "mha":
-        return name, [(h, h, h) for h in hs]
-    if name == "mqa":
-        return name, [(h, 0, h) for h in hs]
-    if name == "shared-v":
-        return name, [(h, h, 0) for h in hs]
-    if name == "tied-kv":
-        return name, [(h, h, "tied") for h in hs]
-    if name == "tied-qk":
-        return name, [("tied", h, h) for h in hs]
-    if name.startswith("gqa:"):
-        text = name[4:]
-        if not text.isdigit() or int(text) < 1:
-            raise DomainError(f"pattern {pattern!r}: the group count G in 'gqa:G' must be a positive integer")
-        groups = int(text)
-        if heads % groups:
-            raise DomainError(
-                f"pattern {pattern!r}: {heads} heads cannot be split into {groups} equal groups "
-                f"(H must be divisible by G)")
-        size = heads // groups
-        return name, [(h, h // size, h // size) for h in hs]
-    raise DomainError(f"unknown sharing pattern {pattern!r}; expected one of {PATTERNS}")
 
 
 def _centered_softmax(scores, beta):
@@ -241,9 +210,9 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
     d_v = _check_size("d_v", d_v)
     d_out = _check_size("d_out", d_out)
     beta = _check_beta(beta)
-    name, plan = _head_groups(pattern, heads)
-    if name == "tied-qk" and not allow_outside_regime:
+    if isinstance(pattern, str) and pattern.strip().lower() == "tied-qk" and not allow_outside_regime:
         raise RegimeError(_TIED_QK_MESSAGE)
+    name, _, plan = head_plan(pattern, heads, allow_tied_qk=True)
     if name == "tied-kv" and d_v != d_h:
         raise ShapeError(f"pattern 'tied-kv' sets V_h = K_h/sqrt(l), so it needs d_v == d_h; got d_v={d_v}, d_h={d_h}")
     if inputs not in ("gaussian", "orthonormal"):
