@@ -799,7 +799,7 @@ def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "share
         ref_law = law_of(configs[(h, "mha")])
         group = [c for (hh, _), c in configs.items() if hh == h]
         t = time.perf_counter()
-        edge = max(law_of(c).support_fast(grid=501)[-1][1] for c in group)
+        edge = max(law_of(c).support_fast(grid=201)[-1][1] for c in group)
         xs = _grid(edge, grid)
         dens = {c.pattern: law_of(c).density_fast(xs) for c in group}
         timings["engine grids"] += time.perf_counter() - t
@@ -886,12 +886,12 @@ def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "share
 
 def _allocation_rows(cfgs, law_of, grid, label):
     laws = [law_of(c) for c in cfgs]
-    edges = [law.support_fast(grid=501)[-1][1] for law in laws]
+    edges = [law.support_fast(grid=201)[-1][1] for law in laws]
     xs = _grid(max(edges), grid)
     dens = [law.density_fast(xs) for law in laws]
     rows, lines = [], []
     for c, law, e, d in zip(cfgs, laws, edges, dens):
-        median = law.cdf_function(atoms=rank_atom(c)).ac_quantile(0.5)
+        median = law.cdf_function(nodes=400, atoms=rank_atom(c), grid=201).ac_quantile(0.5)
         rows.append({"heads": c.heads, "d_h": str(c.d_h), "d_v": str(c.d_v), "edge": e, "median": median, "max_diff": float(np.nanmax(np.abs(d - dens[0])))})
         lines.append((label(c), xs, d))
     return rows, lines

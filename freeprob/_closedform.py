@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 import sympy
 
 from ._elimination import G_SYM, Z_SYM, ReducedSystem, eliminate
+from ._deadline import call_with_deadline
 from ._errors import ConvergenceError, DomainError, EliminationError
 from ._precision import check_dps, context, exact, guard_digits, to_mpf
 from ._scalar import AlgebraicLaw
@@ -253,6 +254,19 @@ def cauchy_polynomial(law, symbolic=False, budget_seconds=60):
     per_law = _CACHE.setdefault(law, {})
     if symbolic in per_law:
         return per_law[symbolic]
+    if budget_seconds is not None:
+        # a hard limit: one resultant can run far past the cooperative budget
+        def timeout(seconds):
+            return EliminationError(
+                f"elimination of {law.name} did not finish within its budget of {seconds} s (stopped at the "
+                f"deadline); the Dyson (fixed-point) route still works: use law.cauchy / law.density, or give "
+                f"a larger budget_seconds"
+            )
+
+        out = call_with_deadline(cauchy_polynomial, (law, symbolic, None), seconds=budget_seconds,
+                                 on_timeout=timeout)
+        per_law[symbolic] = out
+        return out
     t0 = time.perf_counter()
     elim = eliminate(law, symbolic=symbolic, budget_seconds=budget_seconds)
     sym = elim.symbolized

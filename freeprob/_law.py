@@ -568,13 +568,14 @@ class SpectralLaw:
                 out.append((ctx.mpf(x0), ctx.mpf(m)))
         return out
 
-    def cdf_function(self, nodes=2000, atoms=None):
+    def cdf_function(self, nodes=2000, atoms=None, grid=2001):
         """The distribution function as a :class:`~freeprob._cdf.DistributionTable` (double precision).
 
-        Built from :meth:`support_fast`, the fast density and the atoms
-        (default :meth:`atoms`; pass ``[(x, mass), ...]`` when they are known
-        exactly). Raises :class:`ConvergenceError` if the total mass is not one,
-        so a missed piece of support or a wrong atom never goes unnoticed.
+        Built from :meth:`support_fast` (on ``grid`` points), the fast density
+        and the atoms (default :meth:`atoms`; pass ``[(x, mass), ...]`` when
+        they are known exactly). Raises :class:`ConvergenceError` if the total
+        mass is not one, so a missed piece of support or a wrong atom never
+        goes unnoticed.
         """
         from ._cdf import tabulate
 
@@ -584,9 +585,9 @@ class SpectralLaw:
             except ConvergenceError:
                 atoms = []
         atoms = tuple((float(x), float(m)) for x, m in atoms)
-        key = (nodes, atoms)
+        key = (nodes, atoms, grid)
         if key not in self._cdf:
-            self._cdf[key] = tabulate(self.density_fast, self.support_fast(), list(atoms), nodes=nodes)
+            self._cdf[key] = tabulate(self.density_fast, self.support_fast(grid), list(atoms), nodes=nodes)
         return self._cdf[key]
 
     def quantile(self, p):

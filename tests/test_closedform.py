@@ -164,6 +164,14 @@ def test_result_says_what_was_kept_and_why():
     assert cp.poly.domain == sympy.ZZ
 
 
+def test_budget_is_a_hard_deadline():
+    """One resultant of the two-head attention model runs for minutes inside
+    compiled code, past any cooperative check; the deadline stops it anyway."""
+    law = law_of("attention-mha-h2")
+    with pytest.raises(EliminationError, match="deadline"):
+        cauchy_polynomial(law, budget_seconds=2)
+
+
 def test_budget_exceeded_raises_and_dyson_still_works():
     law = find_model("wigner-plus-wishart").law()  # a fresh law: nothing cached
     with pytest.raises(EliminationError, match="budget"):
