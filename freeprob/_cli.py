@@ -17,6 +17,7 @@ JSON output are decimal strings carrying the requested digits.
 import argparse
 import json
 import sys
+import warnings
 
 import numpy as np
 
@@ -320,11 +321,18 @@ def main(argv=None, out=None):
     out = out or sys.stdout
     parser = build_parser()
     args = parser.parse_args(argv)
-    try:
-        code = args.func(args, out)
-    except FreeProbError as exc:
-        sys.stderr.write(f"freeprob: error: {exc}\n")
-        return 2
+
+    def show(message, category, *rest, **kwargs):
+        # a warning to a command-line user is a message, not a source location
+        sys.stderr.write(f"freeprob: warning ({category.__name__}): {message}\n")
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        try:
+            code = args.func(args, out)
+        except FreeProbError as exc:
+            sys.stderr.write(f"freeprob: error: {exc}\n")
+            return 2
     return code or 0
 
 

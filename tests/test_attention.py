@@ -192,6 +192,19 @@ def test_tied_qk_is_refused_with_the_reason():
         assert "sqrt(d_h)" in msg and "saturates" in msg and "diagonal" in msg
 
 
+def test_cli_prints_warnings_as_messages(capsys):
+    """A regime warning reaches a command-line user as one line naming the
+    warning, not as a Python source location."""
+    from freeprob._cli import main
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", att.RegimeWarning)
+        assert main(["attention", "--heads", "1", "--pattern", "mha", "--beta", "3"], out=io.StringIO()) == 0
+    err = capsys.readouterr().err
+    assert err.startswith("freeprob: warning (RegimeWarning): beta = 3 is large compared with 1")
+    assert ".py:" not in err
+
+
 def test_regime_decision():
     eps = att.regime_parameter(1, 1000)
     assert eps == pytest.approx(math.exp(2) / 1000, rel=1e-15)
