@@ -19,6 +19,7 @@ import numpy as np
 import freeprob as fp
 from freeprob._closedform import cauchy_polynomial, polynomial_density, polynomial_support
 from freeprob._elimination import eliminate
+from freeprob._law import POLYNOMIAL_MAX_UNKNOWNS
 
 
 def timed(fn):
@@ -77,9 +78,18 @@ def density_rows(names, points):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--points", type=int, default=40)
-    ap.add_argument("--models", default=None, help="comma-separated names (default: every built-in model)")
+    ap.add_argument("--models", default=None,
+                    help="comma-separated names (default: every built-in model small enough to eliminate)")
     args = ap.parse_args(argv)
-    names = args.models.split(",") if args.models else fp.builtin_models()
+    if args.models:
+        names = args.models.split(",")
+    else:
+        # the models whose support/atoms use the polynomial route by default
+        sizes = {name: fp.find_model(name).law().system.n_unknowns for name in fp.builtin_models()}
+        names = [name for name, r in sizes.items() if r <= POLYNOMIAL_MAX_UNKNOWNS]
+        skipped = [f"{name} ({r} unknowns)" for name, r in sizes.items() if r > POLYNOMIAL_MAX_UNKNOWNS]
+        if skipped:
+            print(f"not eliminated (more than {POLYNOMIAL_MAX_UNKNOWNS} unknowns, Dyson route only): {', '.join(skipped)}")
     elim = elimination_rows(names)
     dens = density_rows(names, args.points)
     return elim, dens
