@@ -21,7 +21,7 @@ import time
 import numpy as np
 
 from freeprob import _attention as att
-from freeprob._attention_check import compare_patterns
+from freeprob._attention_compare import compare_patterns
 
 from _timing import best_of
 

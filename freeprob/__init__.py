@@ -39,11 +39,19 @@ from ._scalar import (
     moments_from_free_cumulants,
     subordination,
 )
+from ._attention import attention_config, attention_law, emit_model
+from ._attention_check import check_attention
+from ._attention_compare import compare_patterns
 from ._softmax import sample_attention
 
 __all__ = [
     "AlgebraicLaw",
     "Arcsine",
+    "attention_config",
+    "attention_law",
+    "check_attention",
+    "compare_patterns",
+    "emit_model",
     "Atomic",
     "CheckReport",
     "FreePoisson",

@@ -104,7 +104,7 @@ def cmd_attention_check(args, out):
 
 def cmd_attention_compare(args, out):
     """``freeprob attention compare``: the sharing-pattern and head-allocation study."""
-    from ._attention_check import compare_patterns
+    from ._attention_compare import compare_patterns
 
     heads = _ints(args.heads, "--heads")
     patterns = [p.strip() for p in args.patterns.split(",") if p.strip()]

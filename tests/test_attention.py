@@ -307,7 +307,7 @@ def test_rank_atom_and_cdf():
 
 @pytest.fixture(scope="module")
 def comparison():
-    return chk.compare_patterns(heads=(1, 2), patterns=("mha", "mqa", "gqa:2", "shared-v", "tied-kv"), beta=1,
+    return fp.compare_patterns(heads=(1, 2), patterns=("mha", "mqa", "gqa:2", "shared-v", "tied-kv"), beta=1,
                                 points=2, mc_size=300, mc_reps=4, seed=2, allocation=True, widths=("1/4",))
 
 
