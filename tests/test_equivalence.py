@@ -18,9 +18,9 @@ from freeprob._equivalence import (
     GaussianEquivalent,
     command_line_report,
     gaussian_equivalent,
-    parse_nonlinearity,
 )
 from freeprob._errors import DomainError
+from freeprob._nonlinearity import parse_nonlinearity
 
 x = sympy.Symbol("x")
 beta = sympy.Symbol("beta")
