@@ -44,8 +44,6 @@ __all__ = [
     "command_line_report",
 ]
 
-_COEFFICIENTS = ("mu0", "mu1", "mu_star_sq")
-
 
 class Coefficients(NamedTuple):
     """The three Gaussian-equivalent coefficients (or their methods, or values)."""
