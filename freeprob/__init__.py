@@ -27,16 +27,18 @@ from ._modelfile import Model, builtin_models, find_model, load_model
 from ._montecarlo import CheckReport, check, sample_spectrum
 from ._precision import fmt
 from ._scalar import (
-    AlgebraicLaw,
     Arcsine,
     Atomic,
     FreePoisson,
     MarchenkoPastur,
     Semicircle,
-    free_additive_convolution,
     free_cumulants_from_moments,
-    free_multiplicative_convolution,
     moments_from_free_cumulants,
+)
+from ._scalar_algebraic import (
+    AlgebraicLaw,
+    free_additive_convolution,
+    free_multiplicative_convolution,
     subordination,
 )
 from ._attention import attention_config, attention_law, emit_model

@@ -40,7 +40,7 @@ from ._elimination import G_SYM, Z_SYM, ReducedSystem, eliminate
 from ._deadline import call_with_deadline
 from ._errors import ConvergenceError, DomainError, EliminationError
 from ._precision import check_dps, context, exact, guard_digits, to_mpf
-from ._scalar import AlgebraicLaw
+from ._scalar_algebraic import AlgebraicLaw
 from ._scalar_ops import at_infinity, moments_at_infinity, vanishing_order
 
 __all__ = [

@@ -29,9 +29,11 @@ from freeprob._modelfile import find_model
 from freeprob._scalar import (
     MarchenkoPastur,
     Semicircle,
+    free_multiplicative_moments,
+)
+from freeprob._scalar_algebraic import (
     free_additive_convolution,
     free_multiplicative_convolution,
-    free_multiplicative_moments,
 )
 
 g, z = sympy.symbols("g z")

@@ -1,4 +1,4 @@
-"""Tests of the scalar free-probability calculus (freeprob._scalar).
+"""Tests of the scalar free-probability calculus (freeprob._scalar, freeprob._scalar_algebraic).
 
 Tolerances. ``dps`` counts significant digits, so values that are nonzero and
 of order one (Cauchy transforms, densities inside the bulk) are compared with
@@ -18,16 +18,18 @@ import sympy
 from freeprob._errors import DomainError, EliminationError
 from freeprob._precision import context
 from freeprob._scalar import (
-    AlgebraicLaw,
     Arcsine,
     Atomic,
     FreePoisson,
     MarchenkoPastur,
     Semicircle,
-    free_additive_convolution,
     free_cumulants_from_moments,
-    free_multiplicative_convolution,
     moments_from_free_cumulants,
+)
+from freeprob._scalar_algebraic import (
+    AlgebraicLaw,
+    free_additive_convolution,
+    free_multiplicative_convolution,
     subordination,
 )
 from freeprob._scalar_ops import moments_at_infinity
