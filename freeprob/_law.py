@@ -100,6 +100,7 @@ class SpectralLaw:
         self._numeric = None
         self._fast = None
         self._cdf = {}
+        self._support_fast = {}
         # the symbolic reduction runs now, so that bad input (shapes, scaling,
         # symmetry) is reported when the law is made, not at its first use
         self.reduction
@@ -433,12 +434,16 @@ class SpectralLaw:
         -------
         list of (float, float)
         """
+        key = (grid, rel)
+        if key in self._support_fast:
+            return list(self._support_fast[key])
         xs, d, thr, pos = self._support_grid(grid, self._probe_range())
         out = []
         for i0, i1, hard_zero in self._support_runs(xs, d, pos):
             left = 0.0 if hard_zero else self._shrink_bracket(xs[i0 - 1], xs[i0], thr, rounds=12, rel=rel)[0]
             right = self._shrink_bracket(xs[i1 + 1], xs[i1], thr, rounds=12, rel=rel)[0]
             out.append((float(left), float(right)))
+        self._support_fast[key] = tuple(out)
         return out
 
     def _support_dyson(self, dps, grid):
