@@ -210,9 +210,9 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
     d_v = _check_size("d_v", d_v)
     d_out = _check_size("d_out", d_out)
     beta = _check_beta(beta)
-    if isinstance(pattern, str) and pattern.strip().lower() == "tied-qk" and not allow_outside_regime:
-        raise RegimeError(_TIED_QK_MESSAGE)
     name, _, plan = head_plan(pattern, heads, allow_tied_qk=True)
+    if name == "tied-qk" and not allow_outside_regime:
+        raise RegimeError(_TIED_QK_MESSAGE)
     if name == "tied-kv" and d_v != d_h:
         raise ShapeError(f"pattern 'tied-kv' sets V_h = K_h/sqrt(l), so it needs d_v == d_h; got d_v={d_v}, d_h={d_h}")
     if inputs not in ("gaussian", "orthonormal"):
