@@ -426,9 +426,9 @@ class SpectralLaw:
         density, which moves a square-root edge by about ``1e-8`` of the
         support's width: a smaller ``rel`` buys nothing). These are edges of
         the double-precision density, for tables and plots; use
-        :meth:`support` for verified digits. A narrow
-        piece of support missed by the probe shows up as missing mass in
-        :meth:`cdf_function`, which raises.
+        :meth:`support` for verified digits. A narrow piece of support missed
+        by the probe shows up as missing mass in :meth:`cdf_function`, which
+        raises.
 
         Returns
         -------
