@@ -20,8 +20,8 @@ import time
 
 import numpy as np
 
-from freeprob import _attention as att
-from freeprob._attention_compare import compare_patterns
+from freeprob.attention import model as att
+from freeprob.attention.compare import compare_patterns
 
 from _timing import best_of
 

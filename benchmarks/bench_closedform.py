@@ -17,9 +17,9 @@ import time
 import numpy as np
 
 import freeprob as fp
-from freeprob._closedform import cauchy_polynomial, polynomial_density, polynomial_support
-from freeprob._elimination import eliminate
-from freeprob._law import POLYNOMIAL_MAX_UNKNOWNS
+from freeprob.scalar.closedform import cauchy_polynomial, polynomial_density, polynomial_support
+from freeprob.scalar.elimination import eliminate
+from freeprob.law import POLYNOMIAL_MAX_UNKNOWNS
 
 
 def timed(fn):

@@ -20,13 +20,13 @@ from ._errors import (
     ScalingError,
     ShapeError,
 )
-from ._equivalence import GaussianEquivalent, gaussian_equivalent
-from ._expr import dims, expression_graph, gaussian, identity, wigner
-from ._law import SpectralLaw, eigenvalue_law, singular_value_law
-from ._modelfile import Model, builtin_models, find_model, load_model
-from ._montecarlo import CheckReport, check, sample_spectrum
+from .attention.equivalence import GaussianEquivalent, gaussian_equivalent
+from .expr.tree import dims, expression_graph, gaussian, identity, wigner
+from .law import SpectralLaw, eigenvalue_law, singular_value_law
+from .expr.modelfile import Model, builtin_models, find_model, load_model
+from .montecarlo.check import CheckReport, check, sample_spectrum
 from ._precision import fmt
-from ._scalar import (
+from .scalar.laws import (
     Arcsine,
     Atomic,
     FreePoisson,
@@ -35,16 +35,16 @@ from ._scalar import (
     free_cumulants_from_moments,
     moments_from_free_cumulants,
 )
-from ._scalar_algebraic import (
+from .scalar.algebraic import (
     AlgebraicLaw,
     free_additive_convolution,
     free_multiplicative_convolution,
     subordination,
 )
-from ._attention import attention_config, attention_law, emit_model
-from ._attention_check import check_attention
-from ._attention_compare import compare_patterns
-from ._softmax import sample_attention
+from .attention.model import attention_config, attention_law, emit_model
+from .attention.check import check_attention
+from .attention.compare import compare_patterns
+from .attention.softmax import sample_attention
 
 __all__ = [
     "AlgebraicLaw",

@@ -3,7 +3,7 @@
 Statistical tolerances are never tuned: Monte-Carlo verdicts use Student-t
 critical values at family-wise level 1e-3 (Bonferroni) on standard errors
 estimated from seeded replicates, after removing the finite-size trend by
-the fit stated in ``freeprob._attention_check`` (``a + b N^-1/2 + c N^-1``
+the fit stated in ``freeprob.attention.check`` (``a + b N^-1/2 + c N^-1``
 for the multi-size check, Richardson ``2 s(N) - s(N/2)`` for the pattern
 confirmation). Engine verdicts use the engine's own error bounds (35 verified
 digits, ``1e-7`` relative for the double-precision density).
@@ -21,9 +21,9 @@ import pytest
 import sympy
 
 import freeprob as fp
-from freeprob import _attention as att
-from freeprob import _attention_check as chk
-from freeprob._cli_attention import add_attention_parsers
+from freeprob.attention import model as att
+from freeprob.attention import check as chk
+from freeprob.cli.attention import add_attention_parsers
 from freeprob._errors import DomainError, RegimeError, ShapeError
 from freeprob._precision import context
 
@@ -61,7 +61,7 @@ def test_coefficients_come_from_the_symbolic_derivation():
 
 def test_builder_uses_whatever_the_derivation_returns(monkeypatch):
     """Provenance: replace the derivation by a fake one and the model follows it."""
-    import freeprob._equivalence as eq
+    import freeprob.attention.equivalence as eq
 
     real = eq.gaussian_equivalent
 
@@ -195,7 +195,7 @@ def test_tied_qk_is_refused_with_the_reason():
 def test_cli_prints_warnings_as_messages(capsys):
     """A regime warning reaches a command-line user as one line naming the
     warning, not as a Python source location."""
-    from freeprob._cli import main
+    from freeprob.cli.engine import main
 
     with warnings.catch_warnings():
         warnings.simplefilter("always", att.RegimeWarning)
@@ -357,7 +357,7 @@ def test_cli_emit_and_use(tmp_path):
     code, text = run_cli(["attention", "--heads", "2", "--pattern", "mqa", "--beta", "1", "--l", "1", "--dh", "1/2",
                           "--dv", "1/2", "--dout", "1/2", "--emit", str(target)])
     assert code == 0 and "wrote" in text
-    from freeprob._cli import main
+    from freeprob.cli.engine import main
 
     out = io.StringIO()
     assert main(["density", str(target), "--at", "0.5", "--dps", "25"], out=out) == 0

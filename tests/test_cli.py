@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from freeprob._cli import main
+from freeprob.cli.engine import main
 
 
 def run(*argv):

@@ -13,7 +13,7 @@ import mpmath
 import pytest
 import sympy
 
-from freeprob._closedform import (
+from freeprob.scalar.closedform import (
     cauchy_polynomial,
     dyson_series_moments,
     exact_moments,
@@ -23,15 +23,15 @@ from freeprob._closedform import (
     polynomial_edges,
     polynomial_support,
 )
-from freeprob._cli_closedform import add_closedform_parsers, moments_report, polynomial_report
+from freeprob.cli.closedform import add_closedform_parsers, moments_report, polynomial_report
 from freeprob._errors import EliminationError
-from freeprob._modelfile import find_model
-from freeprob._scalar import (
+from freeprob.expr.modelfile import find_model
+from freeprob.scalar.laws import (
     MarchenkoPastur,
     Semicircle,
     free_multiplicative_moments,
 )
-from freeprob._scalar_algebraic import (
+from freeprob.scalar.algebraic import (
     free_additive_convolution,
     free_multiplicative_convolution,
 )

@@ -91,7 +91,7 @@ def test_cli_density_45_digits_at_dps_50():
     import io
     import json
 
-    from freeprob._cli import main
+    from freeprob.cli.engine import main
 
     out = io.StringIO()
     assert main(["density", "marchenko-pastur", "--at", "0.2,0.5,1,1.7,2.6", "--dps", "50", "--json"], out=out) == 0

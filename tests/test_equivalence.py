@@ -1,4 +1,4 @@
-"""Tests of the Gaussian-equivalent coefficients (freeprob._equivalence).
+"""Tests of the Gaussian-equivalent coefficients (freeprob.attention.equivalence).
 
 Exact coefficients are checked with ``sympy.simplify(result - expected) == 0``;
 numeric ones at 15 and 30 digits against values computed independently here
@@ -13,14 +13,14 @@ import numpy as np
 import pytest
 import sympy
 
-from freeprob._equivalence import (
+from freeprob.attention.equivalence import (
     Coefficients,
     GaussianEquivalent,
     command_line_report,
     gaussian_equivalent,
 )
 from freeprob._errors import DomainError
-from freeprob._nonlinearity import parse_nonlinearity
+from freeprob._numbers import parse_nonlinearity
 
 x = sympy.Symbol("x")
 beta = sympy.Symbol("beta")

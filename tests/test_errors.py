@@ -5,7 +5,7 @@ import sympy
 
 import freeprob as fp
 from freeprob import DomainError, ModelFileError, NotSelfAdjointError, ScalingError, ShapeError
-from freeprob._modelfile import parse_model
+from freeprob.expr.modelfile import parse_model
 
 
 @pytest.fixture

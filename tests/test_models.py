@@ -90,7 +90,7 @@ def test_monte_carlo_agreement_at_2000(name):
     """freeprob check at N = 2000: the O(1/N) bias is removed by Richardson
     extrapolation from N/2 and N, and each statistic must lie within the
     Student-t critical value (family-wise level 1e-3) of the theory, in units of
-    its replicate standard error (see freeprob._montecarlo)."""
+    its replicate standard error (see freeprob.montecarlo.check)."""
     law = fp.find_model(name).law()
     rep = fp.check(law, n=2000, reps=6, seed=12345)
     assert rep.passed, rep.text()

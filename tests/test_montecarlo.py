@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import freeprob as fp
-from freeprob._montecarlo import sample_matrix, sizes_for, student_t_quantile
+from freeprob.montecarlo.check import sample_matrix, sizes_for, student_t_quantile
 
 
 def test_sizes_and_seeded_reproducibility():
@@ -61,7 +61,7 @@ def test_check_detects_a_wrong_theory():
     rep = fp.check(right, n=400, reps=5, seed=11)
     assert rep.passed
     # sample the p = 0.5 model but compare with the p = 0.6 theory
-    from freeprob import _montecarlo
+    from freeprob.montecarlo import check as _montecarlo
 
     class Swapped:
         def __getattr__(self, item):

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import freeprob as fp
-from freeprob._expr import Scaled, _walk
-from freeprob._pencil import evaluate_pencil, linearize
+from freeprob.expr.tree import Scaled, _walk
+from freeprob.reduce.pencil import evaluate_pencil, linearize
 
 a, b = fp.dims("a b")
 LEAVES = {
@@ -46,7 +46,7 @@ def square_exprs(space):
 
 
 def numeric(expr, mats):
-    from freeprob._expr import Matrix, Product, Sum, Transpose
+    from freeprob.expr.tree import Matrix, Product, Sum, Transpose
 
     if isinstance(expr, Matrix):
         return np.eye(SIZES[expr.shape[0]]) if expr.kind == "identity" else mats[expr.name]

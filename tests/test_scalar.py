@@ -1,4 +1,4 @@
-"""Tests of the scalar free-probability calculus (freeprob._scalar, freeprob._scalar_algebraic).
+"""Tests of the scalar free-probability calculus (freeprob.scalar.laws, freeprob.scalar.algebraic).
 
 Tolerances. ``dps`` counts significant digits, so values that are nonzero and
 of order one (Cauchy transforms, densities inside the bulk) are compared with
@@ -17,7 +17,7 @@ import sympy
 
 from freeprob._errors import DomainError, EliminationError
 from freeprob._precision import context
-from freeprob._scalar import (
+from freeprob.scalar.laws import (
     Arcsine,
     Atomic,
     FreePoisson,
@@ -26,13 +26,13 @@ from freeprob._scalar import (
     free_cumulants_from_moments,
     moments_from_free_cumulants,
 )
-from freeprob._scalar_algebraic import (
+from freeprob.scalar.algebraic import (
     AlgebraicLaw,
     free_additive_convolution,
     free_multiplicative_convolution,
     subordination,
 )
-from freeprob._scalar_ops import moments_at_infinity
+from freeprob.scalar.curves import moments_at_infinity
 
 R = sympy.Rational
 g, z, w = sympy.symbols("g z w")

@@ -1,4 +1,4 @@
-"""Tests of the Monte-Carlo sampler of multi-head softmax attention (freeprob._softmax).
+"""Tests of the Monte-Carlo sampler of multi-head softmax attention (freeprob.attention.softmax).
 
 Statistical tolerances are 5 between-seed standard errors (seeded, so each test is
 deterministic; with 8 seeds the Student-t probability of a 5 SE deviation is 0.16%),
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from freeprob._errors import DomainError, RegimeError, ShapeError
-from freeprob._softmax import (
+from freeprob.attention.softmax import (
     PATTERNS,
     attention_sizes,
     sample_attention,

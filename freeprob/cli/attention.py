@@ -1,0 +1,216 @@
+"""The ``freeprob attention`` and ``freeprob equivalence`` subcommands.
+
+::
+
+    freeprob attention [--heads H] [--pattern P] [--beta B] [--l L] [--dh DH] [--dv DV] [--dout DO]
+                       [--seq-len N] [--name NAME] [--emit FILE.toml]
+    freeprob attention check [same options] [--sizes 375,750,1500,3000] [--reps R1,R2,...] [--seed S]
+                             [--trim T] [--linear] [--json] [--plot FILE.png]
+    freeprob attention compare [--heads 1,2,4,8] [--patterns mha,mqa,gqa:2,shared-v,tied-kv] [--beta B]
+                               [--l L] [--dh DH] [--dv DV] [--dout DO] [--grid 200] [--points 3] [--dps 35]
+                               [--mc-size 400] [--mc-reps 6] [--no-mc] [--no-allocation] [--seed S]
+                               [--json] [--plot FILE.png]
+    freeprob equivalence "exp(beta*x - beta**2/2)" [--set beta=1] [--dps 30]
+
+Options of ``check`` and ``compare`` follow the subcommand name. Sizes are
+ratios (``--dh 1/2``); ``--dv`` defaults to ``--dh``. Without ``--emit``,
+``freeprob attention`` prints the model file. Progress lines go to standard
+error, so that ``--json`` output stays clean.
+"""
+
+import argparse
+import json
+import math
+import sys
+
+from .._errors import DomainError
+
+__all__ = [
+    "add_attention_parsers",
+    "cmd_attention",
+    "cmd_attention_check",
+    "cmd_attention_compare",
+    "cmd_equivalence",
+]
+
+
+def _config_args(p, suppress):
+    """The configuration options; ``suppress``: no defaults (inherit the parent's)."""
+    d = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
+    p.add_argument("--heads", type=int, default=d(1), help="number of heads H (default 1)")
+    p.add_argument("--pattern", default=d("mha"), help="mha, mqa, gqa:G, shared-v, tied-kv (tied-qk is refused)")
+    p.add_argument("--beta", default=d("1"), help="inverse temperature (default 1)")
+    p.add_argument("--l", default=d("1"), help="ratio of the sequence length (default 1)")
+    p.add_argument("--dh", default=d("1/2"), help="ratio of the query/key width per head (default 1/2)")
+    p.add_argument("--dv", default=d(None), help="ratio of the value width per head (default: --dh)")
+    p.add_argument("--dout", default=d("1/2"), help="ratio of the output width (default 1/2)")
+
+
+def _ints(text, what):
+    try:
+        vals = [int(t) for t in str(text).split(",") if t.strip()]
+    except ValueError:
+        raise DomainError(f"{what} expects comma-separated integers, got {text!r}") from None
+    if not vals:
+        raise DomainError(f"{what} expects at least one integer, got {text!r}")
+    return vals
+
+
+def _ratios(args):
+    return {"l": args.l, "d_h": args.dh, "d_v": args.dv, "d_out": args.dout}
+
+
+def cmd_attention(args, out):
+    """``freeprob attention``: print or write (``--emit``) the Gaussian-equivalent model file."""
+    from ..attention.model import attention_config, check_regime, emit_model, model_text
+
+    cfg = attention_config(args.heads, args.pattern, args.beta, **_ratios(args))
+    if args.seq_len is not None:
+        check_regime(cfg.beta, args.seq_len, head_dim=max(1, round(args.seq_len * cfg.d_h / cfg.l)))
+    else:
+        check_regime(cfg.beta)
+    if args.emit:
+        model = emit_model(args.emit, cfg.heads, cfg.pattern, cfg.beta, name=args.name, l=cfg.l, d_h=cfg.d_h,
+                           d_v=cfg.d_v, d_out=cfg.d_out)
+        out.write(f"wrote {args.emit}: model {model.name} ({len(model.expr.leaves())} Gaussian matrices); "
+                  f"use it with: freeprob equations|density|law|check {args.emit}\n")
+    else:
+        out.write(model_text(cfg, args.name))
+    return 0
+
+
+def _progress(line):
+    sys.stderr.write(line + "\n")
+    sys.stderr.flush()
+
+
+def cmd_attention_check(args, out):
+    """``freeprob attention check``: the multi-size real-softmax report."""
+    from ..attention.check import check_attention, plot_check
+
+    sizes = _ints(args.sizes, "--sizes")
+    reps = _ints(args.reps, "--reps") if args.reps else None
+    rep = check_attention(args.heads, args.pattern, args.beta, **_ratios(args), sizes=sizes, reps=reps,
+                          seed=args.seed, trim=args.trim, linear=args.linear,
+                          progress=None if args.json else _progress)
+    if args.plot:
+        plot_check(rep, args.plot)
+    if args.json:
+        out.write(json.dumps(rep.as_dict(), indent=2, default=_json_default) + "\n")
+    else:
+        out.write(rep.text() + "\n")
+    return 0 if rep.passed else 1
+
+
+def cmd_attention_compare(args, out):
+    """``freeprob attention compare``: the sharing-pattern and head-allocation study."""
+    from ..attention.compare import compare_patterns
+
+    heads = _ints(args.heads, "--heads")
+    patterns = [p.strip() for p in args.patterns.split(",") if p.strip()]
+    if not patterns:
+        raise DomainError(f"--patterns expects a comma-separated list, got {args.patterns!r}")
+    rep = compare_patterns(heads, patterns, args.beta, l=args.l, d_h=args.dh, d_v=args.dv, d_out=args.dout,
+                           grid=args.grid, points=args.points, dps=args.dps,
+                           mc_size=0 if args.no_mc else args.mc_size, mc_reps=args.mc_reps, seed=args.seed,
+                           allocation=not args.no_allocation, progress=None if args.json else _progress)
+    if args.plot:
+        rep.plot(args.plot)
+    if args.json:
+        out.write(json.dumps(rep.as_dict(), indent=2, default=_json_default) + "\n")
+    else:
+        out.write(rep.text() + "\n")
+    bad = [r for r in rep.rows if r["verdict"] == "undecided" or (r.get("mc") or {}).get("verdict") == "CONTRADICTS"]
+    return 1 if bad else 0
+
+
+def _json_default(x):
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    return v if math.isfinite(v) else str(v)
+
+
+def cmd_equivalence(args, out):
+    """``freeprob equivalence``: Gaussian-equivalent coefficients of a nonlinearity."""
+    from ..attention.equivalence import command_line_report
+
+    params = {}
+    for item in args.set or []:
+        if "=" not in item:
+            raise DomainError(f"--set expects NAME=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        params[k.strip()] = v.strip()
+    out.write(command_line_report(args.nonlinearity, params or None, dps=args.dps) + "\n")
+    return 0
+
+
+def add_attention_parsers(subparsers):
+    """Add ``attention`` (with ``check`` and ``compare``) and ``equivalence`` to ``freeprob``'s subparsers.
+
+    Parameters
+    ----------
+    subparsers : argparse._SubParsersAction
+        What ``ArgumentParser.add_subparsers()`` returned; each command sets
+        ``func`` to a handler ``(args, out) -> exit code``.
+
+    Examples
+    --------
+    >>> import argparse, io
+    >>> parser = argparse.ArgumentParser(prog="freeprob")
+    >>> add_attention_parsers(parser.add_subparsers(dest="command", required=True))
+    >>> args = parser.parse_args(["attention", "--heads", "2", "--pattern", "mqa"])
+    >>> buf = io.StringIO()
+    >>> args.func(args, buf)
+    0
+    >>> print(buf.getvalue().splitlines()[4])
+    name = "attention-mqa-h2"
+    """
+    p = subparsers.add_parser(
+        "attention", help="multi-head attention: emit the Gaussian-equivalent model, check it, compare patterns",
+        description="Gaussian-equivalent law of centered multi-head softmax attention, "
+                    "Y = sum_h sqrt(l)(A_h - 11^T/l) V_h W_h (see freeprob._attention).")
+    _config_args(p, suppress=False)
+    p.add_argument("--seq-len", type=int, help="check the regime of validity at this sequence length")
+    p.add_argument("--name", help="model name (default attention-<pattern>-h<H>)")
+    p.add_argument("--emit", metavar="FILE.toml", help="write the model file here (default: print it)")
+    p.set_defaults(func=cmd_attention)
+    sub = p.add_subparsers(dest="attention_command", metavar="{check,compare}")
+
+    c = sub.add_parser("check", help="real softmax at several sizes, extrapolated, against the law")
+    _config_args(c, suppress=True)
+    c.add_argument("--sizes", default="375,750,1500,3000", help="scales N (at least 3; default 375,750,1500,3000)")
+    c.add_argument("--reps", help="replicates per size (default max(4, round(6 N_max/N)))")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--trim", type=int, default=3, help="largest values left out of the moments (default 3)")
+    c.add_argument("--linear", action="store_true", help="sample the Gaussian-equivalent surrogate (control)")
+    c.add_argument("--json", action="store_true")
+    c.add_argument("--plot", metavar="FILE.png")
+    c.set_defaults(func=cmd_attention_check)
+
+    m = sub.add_parser("compare", help="which sharing patterns preserve the law of independent heads")
+    m.add_argument("--heads", default="1,2,4,8", help="head counts (default 1,2,4,8)")
+    m.add_argument("--patterns", default="mha,mqa,gqa:2,shared-v,tied-kv")
+    m.add_argument("--beta", default="1")
+    m.add_argument("--l", default="1")
+    m.add_argument("--dh", default="1/2")
+    m.add_argument("--dv", default=None)
+    m.add_argument("--dout", default="1/2")
+    m.add_argument("--grid", type=int, default=200, help="double-precision grid points per law (default 200)")
+    m.add_argument("--points", type=int, default=3, help="high-precision comparison points (default 3)")
+    m.add_argument("--dps", type=int, default=35, help="digits of each high-precision density (default 35)")
+    m.add_argument("--mc-size", type=int, default=400, help="real-softmax confirmation size N (and N/2)")
+    m.add_argument("--mc-reps", type=int, default=6)
+    m.add_argument("--no-mc", action="store_true", help="skip the Monte-Carlo confirmation")
+    m.add_argument("--no-allocation", action="store_true", help="skip the head-allocation and width studies")
+    m.add_argument("--seed", type=int, default=0)
+    m.add_argument("--json", action="store_true")
+    m.add_argument("--plot", metavar="FILE.png")
+    m.set_defaults(func=cmd_attention_compare)
+
+    e = subparsers.add_parser("equivalence", help="Gaussian-equivalent coefficients of an entrywise nonlinearity")
+    e.add_argument("nonlinearity", help='e.g. "exp(beta*x - beta**2/2)"')
+    e.add_argument("--set", action="append", metavar="NAME=VALUE", help="parameter value")
+    e.add_argument("--dps", type=int, default=30)
+    e.set_defaults(func=cmd_equivalence)

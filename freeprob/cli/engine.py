@@ -1,0 +1,340 @@
+"""The ``freeprob`` command line.
+
+::
+
+    freeprob models
+    freeprob equations MODEL [--latex] [--json] [--set NAME=VALUE ...]
+    freeprob density MODEL --at 0.5,1,2 [--dps 30] [--set ...] [--json]
+    freeprob law MODEL [--grid A:B:N] [--dps D] [--moments K] [--json] [--csv FILE] [--plot FILE.png]
+    freeprob check MODEL [--n N] [--seed S] [--reps R] [--json] [--plot FILE.png]
+    freeprob equations MODEL --polynomial [--latex] [--json]
+    freeprob moments MODEL -k 8 [--exact] [--json]
+
+MODEL is a path to a model file or the name of a built-in model. Numbers in
+JSON output are decimal strings carrying the requested digits.
+"""
+
+import argparse
+import json
+import sys
+import warnings
+
+import numpy as np
+
+from .._errors import FreeProbError
+from .._precision import context, mp_to_str
+
+__all__ = ["main", "build_parser"]
+
+
+def _sets(items):
+    out = {}
+    for item in items or []:
+        if "=" not in item:
+            raise FreeProbError(f"--set expects NAME=VALUE, got {item!r}")
+        k, v = item.split("=", 1)
+        out[k.strip()] = v.strip()
+    return out
+
+
+def _model(args):
+    from ..expr.modelfile import find_model
+
+    model = find_model(args.model)
+    overrides = _sets(getattr(args, "set", None))
+    return model.with_values(overrides) if overrides else model
+
+
+def _s(x, dps):
+    return mp_to_str(x, dps)
+
+
+def cmd_models(args, out):
+    from ..expr.modelfile import builtin_models, find_model
+
+    rows = []
+    for name in builtin_models():
+        m = find_model(name)
+        rows.append({"name": name, "law": m.law_kind, "expression": m.expression, "description": m.description})
+    if args.json:
+        out.write(json.dumps({"models": rows}, indent=2) + "\n")
+    else:
+        for r in rows:
+            out.write(f"{r['name']:<26} {r['law']:<24} {r['expression']}\n    {r['description']}\n")
+
+
+def cmd_equations(args, out):
+    model = _model(args)
+    law = model.law()
+    if getattr(args, "polynomial", False):
+        from .closedform import polynomial_report
+
+        out.write(polynomial_report(law, latex=args.latex, as_json=args.json) + "\n")
+        return
+    sysm = law.system
+    if args.json:
+        mats, g = sysm.matrices()
+        import sympy
+
+        data = {
+            "model": model.name,
+            "law": model.law_kind,
+            "values": {str(k): str(v) for k, v in law.values().items()},
+            "unknowns": [
+                {"name": f"g{k + 1}", "space": str(sysm.spaces[s]), "entry": [p, q]}
+                for k, (s, p, q) in enumerate(sysm.unknowns)
+            ],
+            "outputs": [{"space": str(sysm.spaces[s]), "entry": [i, i]} for s, i in sysm.u],
+            "equations": [
+                {
+                    "space": str(sp),
+                    "matrix": sympy.latex(mats[s]) if args.latex else str(mats[s].tolist()),
+                    "statement": "G = A^{-1}" ,
+                }
+                for s, sp in enumerate(sysm.spaces)
+            ],
+        }
+        out.write(json.dumps(data, indent=2) + "\n")
+        return
+    out.write(f"# {model.name}: {model.law_kind} of {model.expression}\n")
+    out.write(f"# values: {', '.join(f'{k} = {v}' for k, v in law.values().items())}\n")
+    out.write(
+        "# In each space, G is the matrix of normalized block traces of the pencil resolvent; "
+        "Lambda = diag(z on u rows, i*epsilon elsewhere), epsilon -> 0.\n\n"
+    )
+    out.write(law.equations(latex=args.latex) + "\n")
+
+
+def cmd_density(args, out):
+    model = _model(args)
+    law = model.law()
+    dps = args.dps
+    points = []
+    for tok in args.at.split(","):
+        tok = tok.strip()
+        if not tok:
+            continue
+        x = tok
+        d = law.density(x, dps=dps)
+        g = law.cauchy(x, dps=dps)
+        points.append({"x": tok, "density": _s(d, dps), "cauchy": {"re": _s(g.real, dps), "im": _s(g.imag, dps)}})
+    if args.json:
+        out.write(json.dumps({"model": model.name, "law": model.law_kind, "dps": dps, "points": points}, indent=2) + "\n")
+    else:
+        out.write(f"# {model.name} ({model.law_kind}), {dps} digits\n")
+        for p in points:
+            out.write(f"x = {p['x']}\n  density      {p['density']}\n  G(x + i0)    {p['cauchy']['re']} {'' if p['cauchy']['im'].startswith('-') else '+'}{p['cauchy']['im']} i\n")
+
+
+def _grid(spec, law):
+    if spec:
+        try:
+            a, b, n = spec.split(":")
+            return np.linspace(float(a), float(b), int(n))
+        except ValueError:
+            raise FreeProbError(f"--grid expects A:B:N, got {spec!r}") from None
+    lo, hi = law._range()
+    return np.linspace(lo, hi, 201)
+
+
+def cmd_law(args, out):
+    model = _model(args)
+    law = model.law()
+    dps = args.dps or 15
+    support = law.support(dps=dps)
+    atoms = law.atoms(dps=dps)
+    moments = law.moments(args.moments)
+    xs = _grid(args.grid, law)
+    if args.dps is None:
+        dens = law.density_fast(xs)
+        grid_digits = 8
+        grid = [{"x": f"{x:.10g}", "density": ("NaN" if np.isnan(d) else f"{d:.8g}")} for x, d in zip(xs, dens)]
+    else:
+        grid_digits = dps
+        grid = [{"x": f"{x:.10g}", "density": _s(law.density(f"{x:.10g}", dps=dps), dps)} for x in xs]
+        dens = np.array([float(r["density"]) for r in grid])
+
+    def mstr(m):
+        import sympy
+
+        # decimal strings with the requested digits; exact rationals: `freeprob moments --exact`
+        if isinstance(m, sympy.Basic):
+            return _s(context(dps + 5).mpf(sympy.N(m, dps + 5)), dps)
+        return _s(m, dps)
+
+    data = {
+        "model": model.name,
+        "law": model.law_kind,
+        "dps": dps,
+        "support": [[_s(a, dps), _s(b, dps)] for a, b in support],
+        "atoms": [{"x": _s(x, dps), "mass": _s(m, dps)} for x, m in atoms],
+        "moments": [mstr(m) for m in moments],
+        "grid_digits": grid_digits,
+        "grid": grid,
+    }
+    if args.csv:
+        with open(args.csv, "w") as fh:
+            fh.write("x,density\n")
+            for r in grid:
+                fh.write(f"{r['x']},{r['density']}\n")
+    if args.plot:
+        _plot_density(args.plot, law, xs, dens, atoms, title=f"{model.name}: {model.expression}")
+    if args.json:
+        out.write(json.dumps(data, indent=2) + "\n")
+        return
+    out.write(f"# {model.name} ({model.law_kind} of {model.expression})\n")
+    out.write(f"support: {', '.join(f'[{a}, {b}]' for a, b in data['support'])}\n")
+    atoms_text = ", ".join(f"{a['mass']} at {a['x']}" for a in data["atoms"]) or "none"
+    out.write(f"atoms:   {atoms_text}\n")
+    out.write(f"moments: {', '.join(data['moments'])}\n")
+    out.write(_ascii_plot(xs, dens) + "\n")
+
+
+def _ascii_plot(xs, dens, width=60, height=12):
+    d = np.nan_to_num(dens)
+    if not len(d) or np.max(d) <= 0:
+        return ""
+    idx = np.linspace(0, len(xs) - 1, min(width, len(xs))).astype(int)
+    col = d[idx] / np.max(d)
+    rows = []
+    for level in range(height, 0, -1):
+        rows.append("".join("#" if c * height >= level - 0.5 else " " for c in col))
+    rows.append(f"{xs[0]:<{len(idx) // 2}.4g}{xs[-1]:>{len(idx) - len(idx) // 2}.4g}")
+    return "\n".join(rows)
+
+
+def _plot_density(path, law, xs, dens, atoms, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.plot(xs, dens, color="tab:blue", lw=1.6, label="theory")
+    for x, m in atoms:
+        ax.axvline(float(x), color="tab:red", ls=":", label=f"atom {float(m):.4g} at {float(x):.4g}")
+    ax.set_xlabel("x")
+    ax.set_ylabel("density")
+    ax.set_title(title, fontsize=9)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def cmd_check(args, out):
+    from ..montecarlo.check import check
+
+    model = _model(args)
+    law = model.law()
+    rep = check(law, n=args.n, reps=args.reps, seed=args.seed)
+    if args.plot:
+        cdf = law.cdf_function()
+        lo = min(a for a, _ in cdf.intervals)
+        hi = max(b for _, b in cdf.intervals)
+        xs = np.linspace(lo, hi, 400)
+        dens = law.density_fast(xs)
+        mass_ac = cdf.mass_ac
+        _plot_check(args.plot, xs, dens, rep.samples, mass_ac, cdf.atoms, f"{model.name}: N = {args.n}")
+    if args.json:
+        out.write(json.dumps(rep.as_dict(), indent=2) + "\n")
+    else:
+        out.write(rep.text() + "\n")
+    return 0 if rep.passed else 1
+
+
+def _plot_check(path, xs, dens, samples, mass_ac, atoms, title):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    s = np.concatenate(samples)
+    cont = s[~np.isin(s, [x for x, _ in atoms])] if atoms else s
+    fig, ax = plt.subplots(figsize=(7, 4))
+    weights = np.full(cont.shape, 1.0 / len(s))
+    ax.hist(cont, bins=120, weights=weights / ((cont.max() - cont.min()) / 120 if len(cont) else 1), alpha=0.45,
+            color="tab:gray", label="Monte-Carlo (continuous part)")
+    ax.plot(xs, dens, color="tab:blue", lw=1.6, label="theory")
+    for x, m in atoms:
+        ax.axvline(x, color="tab:red", ls=":", label=f"atom {m:.4g} at {x:.4g}")
+    ax.set_title(title, fontsize=9)
+    ax.set_xlabel("x")
+    ax.set_ylabel("density")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def build_parser():
+    p = argparse.ArgumentParser(prog="freeprob", description="Exact limiting spectral laws of random-matrix models.")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    s = sub.add_parser("models", help="list the built-in models")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(func=cmd_models)
+
+    def model_args(s):
+        s.add_argument("model", help="a model file (.toml) or the name of a built-in model")
+        s.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a dimension ratio or parameter")
+        s.add_argument("--json", action="store_true")
+
+    s = sub.add_parser("equations", help="print the reduced Dyson equations")
+    model_args(s)
+    s.add_argument("--latex", action="store_true")
+    s.add_argument("--polynomial", action="store_true", help="eliminate to one polynomial equation for G")
+    s.set_defaults(func=cmd_equations)
+
+    s = sub.add_parser("density", help="density and Cauchy transform at points")
+    model_args(s)
+    s.add_argument("--at", required=True, help="comma-separated points, e.g. 0.5,1,2")
+    s.add_argument("--dps", type=int, default=15)
+    s.set_defaults(func=cmd_density)
+
+    s = sub.add_parser("law", help="support, atoms, moments and density on a grid")
+    model_args(s)
+    s.add_argument("--grid", help="A:B:N")
+    s.add_argument("--dps", type=int)
+    s.add_argument("--moments", type=int, default=4)
+    s.add_argument("--csv")
+    s.add_argument("--plot")
+    s.set_defaults(func=cmd_law)
+
+    s = sub.add_parser("check", help="Monte-Carlo check against the theory")
+    model_args(s)
+    s.add_argument("--n", type=int, default=1000)
+    s.add_argument("--seed", type=int, default=0)
+    s.add_argument("--reps", type=int, default=6)
+    s.add_argument("--plot")
+    s.set_defaults(func=cmd_check)
+
+    from .attention import add_attention_parsers
+    from .closedform import add_closedform_parsers
+
+    add_closedform_parsers(sub)
+    add_attention_parsers(sub)
+    return p
+
+
+def main(argv=None, out=None):
+    out = out or sys.stdout
+    parser = build_parser()
+    args = parser.parse_args(argv)
+
+    def show(message, category, *rest, **kwargs):
+        # a warning to a command-line user is a message, not a source location
+        sys.stderr.write(f"freeprob: warning ({category.__name__}): {message}\n")
+
+    with warnings.catch_warnings():
+        warnings.showwarning = show
+        try:
+            code = args.func(args, out)
+        except FreeProbError as exc:
+            sys.stderr.write(f"freeprob: error: {exc}\n")
+            return 2
+    return code or 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

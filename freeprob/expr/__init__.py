@@ -1,0 +1,1 @@
+"""Matrix expressions with symbolic dimensions, and model files (rank 2)."""

@@ -1,0 +1,498 @@
+"""Random-matrix expressions with symbolic dimensions.
+
+An expression is an immutable tree built from leaves (Gaussian, Wigner and
+identity matrices) with ``@``, ``+``, ``-``, scalar ``*`` and ``/`` and
+``.T``. Dimensions are positive sympy symbols; each names a vector space.
+Shapes are checked when the tree is built.
+
+Examples
+--------
+>>> import freeprob as fp
+>>> p, n = fp.dims("p n")
+>>> X = fp.gaussian("X", (p, n))
+>>> W = X @ X.T / n
+>>> W.shape
+(p, p)
+>>> print(W)
+X @ X.T/n
+"""
+
+from dataclasses import dataclass
+from typing import Tuple
+
+import sympy
+
+from .._errors import DomainError, ShapeError
+
+__all__ = [
+    "dims",
+    "gaussian",
+    "wigner",
+    "identity",
+    "Expr",
+    "Matrix",
+    "Sum",
+    "Product",
+    "Scaled",
+    "Transpose",
+    "as_scalar",
+    "leaves",
+    "expand",
+    "word_str",
+    "transpose_word",
+    "expression_graph",
+]
+
+KINDS = ("gaussian", "wigner", "identity")
+
+
+def dims(names):
+    """Dimension symbols, one per name (positive sympy symbols).
+
+    >>> p, n = dims("p n")
+    >>> p.is_positive
+    True
+    """
+    out = sympy.symbols(names, positive=True)
+    return out
+
+
+def as_scalar(value, where="scalar"):
+    """Convert a Python or sympy number/expression to an exact sympy scalar.
+
+    Floats are read through their shortest decimal representation
+    (``0.1 -> 1/10``), so that the symbolic layer stays exact.
+    """
+    if isinstance(value, Expr):
+        raise TypeError(f"{where}: expected a scalar, got the matrix expression {value}")
+    if isinstance(value, bool):
+        raise TypeError(f"{where}: expected a scalar, got {value!r}")
+    if isinstance(value, float):
+        return sympy.Rational(repr(value))
+    if isinstance(value, complex):
+        raise DomainError(f"{where}: complex scalars are not supported (got {value!r}); models are real")
+    try:
+        out = sympy.sympify(value, strict=not isinstance(value, str))
+    except (sympy.SympifyError, TypeError) as exc:
+        raise TypeError(f"{where}: cannot read {value!r} as a scalar") from exc
+    if not isinstance(out, sympy.Expr):
+        raise TypeError(f"{where}: {value!r} is not a scalar expression")
+    out = out.replace(lambda e: isinstance(e, sympy.Float), lambda e: sympy.Rational(str(e)))
+    return out
+
+
+class Expr:
+    """Base class of matrix expressions (immutable)."""
+
+    __slots__ = ()
+
+    # -- operators -------------------------------------------------------
+    def __matmul__(self, other):
+        if not isinstance(other, Expr):
+            raise TypeError(f"'@' needs two matrix expressions; use '*' to scale {self} by {other!r}")
+        return Product.of(self, other)
+
+    def __rmatmul__(self, other):
+        raise TypeError(f"'@' needs two matrix expressions; use '*' to scale {self} by {other!r}")
+
+    def __add__(self, other):
+        if not isinstance(other, Expr):
+            if other == 0:
+                return self
+            raise TypeError(
+                f"cannot add the scalar {other!r} to the matrix {self}; "
+                f"add a multiple of fp.identity({self.shape[0]}) instead"
+            )
+        return Sum.of(self, other)
+
+    def __radd__(self, other):
+        return self.__add__(other)
+
+    def __neg__(self):
+        return Scaled.of(sympy.Integer(-1), self)
+
+    def __sub__(self, other):
+        if not isinstance(other, Expr):
+            return self.__add__(-other if other != 0 else 0)
+        return Sum.of(self, -other)
+
+    def __rsub__(self, other):
+        return (-self).__add__(other)
+
+    def __mul__(self, other):
+        return Scaled.of(as_scalar(other, f"scaling {self}"), self)
+
+    def __rmul__(self, other):
+        return self.__mul__(other)
+
+    def __truediv__(self, other):
+        c = as_scalar(other, f"dividing {self}")
+        if c == 0:
+            raise ZeroDivisionError(f"division of {self} by zero")
+        return Scaled.of(1 / c, self)
+
+    @property
+    def T(self):
+        """The transpose."""
+        return Transpose.of(self)
+
+    # -- structure -------------------------------------------------------
+    @property
+    def rows(self):
+        return self.shape[0]
+
+    @property
+    def cols(self):
+        return self.shape[1]
+
+    def leaves(self):
+        """The distinct leaves, in order of first occurrence."""
+        return leaves(self)
+
+    def graph(self):
+        """A new networkx DiGraph of this expression (see :func:`expression_graph`)."""
+        return expression_graph(self)
+
+    def free_scalars(self):
+        """Symbols in scalar coefficients and variances (dimensions and parameters)."""
+        out = set()
+        for node in _walk(self):
+            if isinstance(node, Scaled):
+                out |= node.coeff.free_symbols
+            elif isinstance(node, Matrix):
+                out |= node.variance.free_symbols
+                out |= {node.shape[0], node.shape[1]}
+        return out
+
+    def dimensions(self):
+        """The dimension symbols the expression's leaves live on."""
+        out = []
+        for leaf in leaves(self):
+            for s in leaf.shape:
+                if s not in out:
+                    out.append(s)
+        return out
+
+
+def _walk(expr):
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        yield node
+        stack.extend(reversed(node.children()))
+
+
+def _check_dim(s, what):
+    if not isinstance(s, sympy.Symbol):
+        raise ShapeError(f"{what}: dimensions must be symbols made by fp.dims, got {s!r}")
+    if not s.is_positive:
+        raise DomainError(f"{what}: dimension {s} must be a positive symbol (use fp.dims)")
+
+
+@dataclass(frozen=True)
+class Matrix(Expr):
+    """A leaf: a Gaussian, Wigner or identity matrix.
+
+    ``gaussian``: iid real ``N(0, variance)`` entries. ``wigner``: symmetric,
+    off-diagonal entries ``N(0, variance)``, diagonal ``N(0, 2 variance)``.
+    ``identity``: the identity of its space (variance is unused).
+    """
+
+    name: str
+    shape: Tuple[sympy.Symbol, sympy.Symbol]
+    kind: str = "gaussian"
+    variance: sympy.Expr = sympy.Integer(1)
+
+    def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name.isidentifier():
+            raise ValueError(f"matrix name must be an identifier, got {self.name!r}")
+        if self.kind not in KINDS:
+            raise ValueError(f"matrix {self.name}: kind must be one of {KINDS}, got {self.kind!r}")
+        if len(self.shape) != 2:
+            raise ShapeError(f"matrix {self.name}: shape must be (rows, cols), got {self.shape!r}")
+        for s in self.shape:
+            _check_dim(s, f"matrix {self.name}")
+        if self.kind in ("wigner", "identity") and self.shape[0] != self.shape[1]:
+            raise ShapeError(
+                f"matrix {self.name}: a {self.kind} matrix is square, got shape "
+                f"({self.shape[0]}, {self.shape[1]})"
+            )
+        var = as_scalar(self.variance, f"variance of {self.name}")
+        object.__setattr__(self, "variance", var)
+        if var.is_number and (not var.is_real or var <= 0):
+            raise DomainError(f"matrix {self.name}: variance must be positive, got {var}")
+        if var.is_nonpositive:
+            raise DomainError(f"matrix {self.name}: variance must be positive, got {var}")
+
+    def children(self):
+        return ()
+
+    def __str__(self):
+        return self.name
+
+    def __repr__(self):
+        return f"Matrix({self.name!r}, ({self.shape[0]}, {self.shape[1]}), kind={self.kind!r}, variance={self.variance})"
+
+
+def gaussian(name, shape, variance=1):
+    """A matrix with iid real ``N(0, variance)`` entries.
+
+    Parameters
+    ----------
+    name : str
+        Identifier; two leaves with the same name must be the same matrix.
+    shape : (Symbol, Symbol)
+        Dimension symbols from :func:`dims`.
+    variance : scalar, optional
+        Entry variance, an expression in dimensions and parameters (default 1).
+    """
+    return Matrix(name, tuple(shape), "gaussian", variance)
+
+
+def wigner(name, dim, variance=1):
+    """A symmetric Gaussian (Wigner) matrix of shape ``(dim, dim)``, off-diagonal variance ``variance``."""
+    return Matrix(name, (dim, dim), "wigner", variance)
+
+
+def identity(dim, name=None):
+    """The identity matrix of the space ``dim``."""
+    return Matrix(name or f"I_{dim}", (dim, dim), "identity", 1)
+
+
+@dataclass(frozen=True)
+class Sum(Expr):
+    terms: tuple
+
+    @staticmethod
+    def of(a, b):
+        if a.shape != b.shape:
+            raise ShapeError(
+                f"cannot add {a} (shape ({a.shape[0]}, {a.shape[1]})) and "
+                f"{b} (shape ({b.shape[0]}, {b.shape[1]})): shapes differ"
+            )
+        terms = (a.terms if isinstance(a, Sum) else (a,)) + (b.terms if isinstance(b, Sum) else (b,))
+        return Sum(terms)
+
+    @property
+    def shape(self):
+        return self.terms[0].shape
+
+    def children(self):
+        return self.terms
+
+    def __str__(self):
+        out = str(self.terms[0])
+        for t in self.terms[1:]:
+            s = str(t)
+            out += " - " + s[1:] if s.startswith("-") else " + " + s
+        return out
+
+
+@dataclass(frozen=True)
+class Product(Expr):
+    factors: tuple
+
+    @staticmethod
+    def of(a, b):
+        if a.shape[1] != b.shape[0]:
+            raise ShapeError(
+                f"cannot multiply {a} (shape ({a.shape[0]}, {a.shape[1]})) by "
+                f"{b} (shape ({b.shape[0]}, {b.shape[1]})): {a.shape[1]} != {b.shape[0]}"
+            )
+        fa = a.factors if isinstance(a, Product) else (a,)
+        fb = b.factors if isinstance(b, Product) else (b,)
+        return Product(fa + fb)
+
+    @property
+    def shape(self):
+        return (self.factors[0].shape[0], self.factors[-1].shape[1])
+
+    def children(self):
+        return self.factors
+
+    def __str__(self):
+        return " @ ".join(f"({f})" if isinstance(f, (Sum, Scaled)) else str(f) for f in self.factors)
+
+
+@dataclass(frozen=True)
+class Scaled(Expr):
+    coeff: sympy.Expr
+    arg: Expr
+
+    @staticmethod
+    def of(c, a):
+        if isinstance(a, Scaled):
+            return Scaled(sympy.sympify(c * a.coeff), a.arg)
+        return Scaled(sympy.sympify(c), a)
+
+    @property
+    def shape(self):
+        return self.arg.shape
+
+    def children(self):
+        return (self.arg,)
+
+    def __str__(self):
+        inner = f"({self.arg})" if isinstance(self.arg, Sum) else str(self.arg)
+        c = self.coeff
+        if c == -1:
+            return f"-{inner}"
+        num, den = sympy.fraction(c)
+        if num == 1:
+            return f"{inner}/{_paren(den)}"
+        if num == -1:
+            return f"-{inner}/{_paren(den)}"
+        return f"{_paren(c)}*{inner}"
+
+
+def _paren(c):
+    s = sympy.sstr(c)
+    return s if (c.is_Atom or c.is_Function or (c.is_Pow and c.exp.is_Integer)) else f"({s})"
+
+
+@dataclass(frozen=True)
+class Transpose(Expr):
+    arg: Expr
+
+    @staticmethod
+    def of(a):
+        if isinstance(a, Transpose):
+            return a.arg
+        if isinstance(a, Matrix) and a.kind in ("wigner", "identity"):
+            return a
+        return Transpose(a)
+
+    @property
+    def shape(self):
+        return (self.arg.shape[1], self.arg.shape[0])
+
+    def children(self):
+        return (self.arg,)
+
+    def __str__(self):
+        return f"{self.arg}.T" if isinstance(self.arg, Matrix) else f"({self.arg}).T"
+
+
+def leaves(expr):
+    """Distinct leaves of ``expr`` in order of first occurrence.
+
+    Raises
+    ------
+    ValueError
+        If two different leaves share a name.
+    """
+    seen = {}
+    for node in _walk(expr):
+        if isinstance(node, Matrix):
+            other = seen.get(node.name)
+            if other is None:
+                seen[node.name] = node
+            elif other != node:
+                raise ValueError(
+                    f"two different matrices are both named {node.name!r}: {other!r} and {node!r}"
+                )
+    return list(seen.values())
+
+
+# -- noncommutative expansion -------------------------------------------------
+# A word is a tuple of (leaf, transposed) letters; identities are dropped and
+# Wigner letters are never transposed. ``expand`` returns {word: coefficient}.
+
+
+def _letter(leaf, transposed):
+    return (leaf, bool(transposed) and leaf.kind == "gaussian")
+
+
+def transpose_word(word):
+    """The word of the transposed monomial."""
+    return tuple(_letter(leaf, not t) for leaf, t in reversed(word))
+
+
+def word_str(word, coeff=1):
+    """Human-readable monomial, e.g. ``beta/sqrt(d) * Q @ K.T``."""
+    body = " @ ".join(leaf.name + (".T" if t else "") for leaf, t in word) or "I"
+    if coeff == 1:
+        return body
+    return f"{sympy.sstr(coeff)} * {body}"
+
+
+def expand(expr, limit=20000):
+    """Expand ``expr`` into noncommutative monomials ``{word: coefficient}``.
+
+    Zero coefficients are dropped. Raises ``ValueError`` when more than
+    ``limit`` monomials would be produced.
+    """
+
+    def rec(node, transposed):
+        if isinstance(node, Matrix):
+            if node.kind == "identity":
+                return {(): sympy.Integer(1)}
+            return {(_letter(node, transposed),): sympy.Integer(1)}
+        if isinstance(node, Scaled):
+            return {w: node.coeff * c for w, c in rec(node.arg, transposed).items()}
+        if isinstance(node, Transpose):
+            return rec(node.arg, not transposed)
+        if isinstance(node, Sum):
+            out = {}
+            for t in node.terms:
+                for w, c in rec(t, transposed).items():
+                    out[w] = out.get(w, 0) + c
+            return out
+        if isinstance(node, Product):
+            factors = reversed(node.factors) if transposed else node.factors
+            out = {(): sympy.Integer(1)}
+            for f in factors:
+                part = rec(f, transposed)
+                new = {}
+                for w1, c1 in out.items():
+                    for w2, c2 in part.items():
+                        w = w1 + w2
+                        new[w] = new.get(w, 0) + c1 * c2
+                if len(new) > limit:
+                    raise ValueError(f"expanding {expr} gives more than {limit} monomials")
+                out = new
+            return out
+        raise TypeError(f"not a matrix expression: {node!r}")
+
+    raw = rec(expr, False)
+    out = {}
+    for w, c in raw.items():
+        c = sympy.simplify(c) if c != 0 else c
+        if c != 0:
+            out[w] = c
+    return out
+
+
+def expression_graph(expr):
+    """The expression as a networkx ``DiGraph``.
+
+    Nodes are subexpressions (a leaf occurring several times is one node);
+    each node has attributes ``op`` (``"matrix"``, ``"sum"``, ``"product"``,
+    ``"scaled"``, ``"transpose"``), ``shape`` and, for leaves, ``kind`` and
+    ``variance``; for scaled nodes ``coeff``. Edges go from an operation to its
+    operands with attribute ``position``. The graph is built anew on every
+    call, so callers may mutate their copy.
+    """
+    import networkx as nx
+
+    g = nx.DiGraph()
+
+    def add(node):
+        if node in g:
+            return
+        op = type(node).__name__.lower()
+        attrs = {"op": "matrix" if op == "matrix" else op, "shape": node.shape, "label": str(node)}
+        if isinstance(node, Matrix):
+            attrs.update(kind=node.kind, variance=node.variance, name=node.name)
+        if isinstance(node, Scaled):
+            attrs["coeff"] = node.coeff
+        g.add_node(node, **attrs)
+        for pos, child in enumerate(node.children()):
+            add(child)
+            if g.has_edge(node, child):
+                g.edges[node, child]["position"] += (pos,)
+            else:
+                g.add_edge(node, child, position=(pos,))
+
+    add(expr)
+    return g

@@ -1,0 +1,646 @@
+"""Limiting spectral laws: the orchestration layer.
+
+:class:`SpectralLaw` composes the symbolic reduction (:mod:`freeprob._model`),
+the numeric systems and solvers, and answers: Cauchy transform, density,
+support, atoms, moments, equations. :func:`eigenvalue_law` and
+:func:`singular_value_law` are the entry points.
+"""
+
+import numpy as np
+import sympy
+
+from ._errors import ConvergenceError, DomainError, EliminationError
+from .expr.tree import Expr, as_scalar, leaves
+from .reduce.reduction import Reduction
+from .solve.numeric import FastSystem, MPSystem
+from ._precision import check_dps, context, guard_digits, to_mpc, to_mpf
+from .solve.newton import solve_fast, solve_mp
+
+__all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "singular_value_law"]
+
+
+#: Default route for support and atoms: systems with more unknowns skip the
+#: polynomial (elimination) route. Measured: 6-12 unknowns eliminate in
+#: 0.1-1.6 s; the 20-unknown two-head attention system had not finished after
+#: 260 s. An explicit ``method="polynomial"`` still tries, within its budget.
+POLYNOMIAL_MAX_UNKNOWNS = 16
+
+
+def _exact_value(value, what):
+    if isinstance(value, sympy.Basic):
+        v = sympy.sympify(value)
+    else:
+        v = as_scalar(value, what)
+    if not v.is_number:
+        raise DomainError(f"{what} must be a number, got {value!r}")
+    if v.is_real is False:
+        raise DomainError(f"{what} must be real, got {value!r}")
+    return v
+
+
+def _symbol_map(expr):
+    return {str(s): s for s in expr.free_scalars()}
+
+
+class SpectralLaw:
+    """The limiting law of the eigenvalues of a symmetric expression, or of the
+    squared singular values of any expression.
+
+    Parameters
+    ----------
+    expr : Expr
+        A polynomial in Gaussian, Wigner and identity matrices.
+    law : {"eigenvalues", "squared-singular-values"}
+    ratios : dict
+        Dimension (symbol or name) -> ratio ``rho_s`` (positive); every
+        dimension of the expression needs one.
+    params : dict, optional
+        Parameter (symbol or name) -> value, for every other symbol.
+    name : str, optional
+
+    Notes
+    -----
+    Numbers are converted to exact sympy values (floats through their
+    shortest decimal string). For the squared singular values of ``P``
+    (``a x b``) the law is that of the eigenvalues of ``P P^T`` over the
+    ``a`` rows, with its atom at 0 when ``P`` has rank below ``a``.
+    """
+
+    def __init__(self, expr, law="eigenvalues", ratios=None, params=None, name=None):
+        if not isinstance(expr, Expr):
+            raise TypeError(f"expected a matrix expression, got {expr!r}")
+        self.expr = expr
+        self.law = law
+        self.name = name or str(expr)
+        leaves(expr)  # raises on clashing names
+        dims = expr.dimensions()
+        symbols = _symbol_map(expr)
+        ratios = dict(ratios or {})
+        params = dict(params or {})
+        self.ratios = {}
+        for key, value in ratios.items():
+            sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
+            if sym is None:
+                raise DomainError(f"ratio given for {key}, which is not a dimension of {expr}")
+            v = _exact_value(value, f"ratio of {key}")
+            if not v > 0:
+                raise DomainError(f"the ratio of dimension {key} must be positive, got {value}")
+            self.ratios[sym] = v
+        missing = [str(d) for d in dims if d not in self.ratios]
+        if missing:
+            raise DomainError(f"no ratio given for the dimension(s) {', '.join(missing)} of {expr}")
+        self.dimensions = tuple(dims) + tuple(s for s in self.ratios if s not in dims)
+        self.params = {}
+        for key, value in params.items():
+            sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
+            if sym is None:
+                raise DomainError(f"value given for {key}, which does not occur in {expr}")
+            self.params[sym] = _exact_value(value, f"parameter {key}")
+        self._reduction = None
+        self._numeric = None
+        self._fast = None
+        self._cdf = {}
+        self._support_fast = {}
+        # the symbolic reduction runs now, so that bad input (shapes, scaling,
+        # symmetry) is reported when the law is made, not at its first use
+        self.reduction
+
+    # -- symbolic -------------------------------------------------------------
+    @property
+    def reduction(self):
+        """The symbolic :class:`~freeprob._model.Reduction` (computed once)."""
+        if self._reduction is None:
+            self._reduction = Reduction(self.expr, self.law, self.dimensions)
+        return self._reduction
+
+    @property
+    def system(self):
+        """The reduced Dyson system with ratios and parameters as symbols."""
+        return self.reduction.system
+
+    def values(self):
+        """``{symbol: exact value}`` for ratios and parameters."""
+        out = dict(self.ratios)
+        out.update(self.params)
+        return out
+
+    @property
+    def numeric_system(self):
+        """The Dyson system with every ratio and parameter substituted (exact)."""
+        if self._numeric is None:
+            sub = self.system.subs(self.values())
+            if sub.symbols:
+                names = ", ".join(map(str, sub.symbols))
+                raise DomainError(f"give values for the parameter(s) {names} of {self.name}")
+            for leaf in leaves(self.expr):
+                v = leaf.variance.subs(self.values())
+                if v.is_number and not v > 0:
+                    raise DomainError(f"the variance of {leaf.name} is {v} at these values; it must be positive")
+            self._numeric = sub
+        return self._numeric
+
+    def equations(self, latex=False, symbolic=True):
+        """The reduced Dyson equations as text (or LaTeX)."""
+        sysm = self.system if symbolic else self.numeric_system
+        return sysm.equations(latex=latex)
+
+    # -- numeric, double precision --------------------------------------------
+    @property
+    def fast(self):
+        if self._fast is None:
+            self._fast = FastSystem(self.numeric_system)
+        return self._fast
+
+    def _to_system_z(self, w):
+        w = np.asarray(w, dtype=complex)
+        if self.law == "eigenvalues":
+            return w
+        return np.sqrt(w)
+
+    def _from_outputs(self, zs, outs):
+        if self.law == "eigenvalues":
+            return outs[:, 0]
+        return outs[:, 0] / zs
+
+    def cauchy_fast(self, z):
+        """Double-precision Cauchy transform at complex points (vectorized).
+
+        Points where the solve could not be verified (residual above 1e-10,
+        wrong half-plane; typically exactly at an atom) are NaN.
+        """
+        z = np.atleast_1d(np.asarray(z, dtype=complex))
+        flip = z.imag < 0
+        w = np.where(flip, np.conj(z), z)
+        on_axis = w.imag == 0
+        zs = self._to_system_z(w)
+        eta = 1e-12 * (1 + np.abs(zs))
+        zs = np.where(on_axis | (zs.imag < eta), zs.real + 1j * np.maximum(zs.imag, eta), zs)
+        _, outs, conv, res = solve_fast(self.fast, zs, raise_on_failure=False)
+        g = self._from_outputs(zs, outs)
+        g = np.where(conv, g, np.nan)
+        return np.where(flip, np.conj(g), g)
+
+    def density_fast(self, x):
+        """Double-precision density at real points (vectorized).
+
+        The value at ``x`` is ``-Im G(x + i eta)/pi`` with ``eta = 1e-12 (1 + |x|)``
+        in the system's variable; it is accurate to about ``1e-8`` away from edges.
+        Unverified points (at an atom) are NaN.
+        """
+        x = np.atleast_1d(np.asarray(x, dtype=float))
+        g = self.cauchy_fast(x.astype(complex))
+        d = -g.imag / np.pi
+        if self.law == "squared-singular-values":
+            d = np.where(x > 0, d, 0.0)
+        return np.where(np.isnan(d), np.nan, np.maximum(d, 0.0))
+
+    # -- numeric, arbitrary precision -----------------------------------------
+    def _solve_point(self, w, dps, on_axis):
+        """Solve at one user point ``w`` (Im w >= 0) at ``dps`` digits; returns (G, solution)."""
+        work = dps + guard_digits(dps)
+        ctx = context(work)
+        wq = to_mpc(ctx, w)
+        if self.law == "eigenvalues":
+            zs = wq
+        else:
+            zs = ctx.sqrt(wq)
+        eta = ctx.mpf(10) ** (-work)
+        if on_axis:
+            zs = ctx.mpc(zs.real, zs.imag + eta)
+        # double-precision start, slightly above the target
+        z0 = complex(zs)
+        if z0.imag < 1e-9 * (1 + abs(z0)):
+            z0 = complex(z0.real, 1e-9 * (1 + abs(z0)))
+        g0, outs0, conv, res = solve_fast(self.fast, np.array([z0]), raise_on_failure=False)
+        if not conv[0]:
+            raise ConvergenceError(
+                f"no verified starting point for Newton's method at {w} (double-precision residual "
+                f"{res[0]:.3g}): the point is at or next to an atom or a support edge; move it away, or ask "
+                f"for the atom's mass (atoms()) or the edge (support())",
+                point=w,
+                residual=float(res[0]),
+                dps=dps,
+            )
+        mpsys = MPSystem(self.numeric_system, ctx)
+        sol = solve_mp(mpsys, zs, [complex(x) for x in g0[0]], dps)
+        # stability under a precision increase: one more solve at +10 digits
+        ctx2 = context(work + 10)
+        mpsys2 = MPSystem(self.numeric_system, ctx2)
+        zs2 = to_mpc(ctx2, w)
+        zs2 = zs2 if self.law == "eigenvalues" else ctx2.sqrt(zs2)
+        if on_axis:
+            zs2 = ctx2.mpc(zs2.real, zs2.imag + ctx2.mpf(10) ** (-work))
+        sol2 = solve_mp(mpsys2, zs2, [ctx2.mpc(x) for x in sol.g], dps)
+        g1 = sol.outputs[0] if self.law == "eigenvalues" else sol.outputs[0] / zs
+        g2 = sol2.outputs[0] if self.law == "eigenvalues" else sol2.outputs[0] / zs2
+        diff = abs(ctx2.mpc(g1) - g2)
+        if diff > ctx2.mpf(10) ** (-dps) * (1 + abs(g2)):
+            raise ConvergenceError(
+                f"the value at {w} is not stable under a precision increase (change {ctx2.nstr(diff, 5)} at "
+                f"{work + 10} digits); ask for fewer digits or move away from the edge",
+                point=w,
+                residual=diff,
+                dps=dps,
+            )
+        return g1, sol
+
+    def cauchy(self, z, dps=None, method="dyson"):
+        """The Cauchy transform ``G(z) = int dmu(x)/(z - x)``.
+
+        Parameters
+        ----------
+        z : complex, str or sympy number
+            Off the real axis; on the real axis ``G(x + i0)`` is returned.
+        dps : int, optional
+            Decimal digits; ``None`` gives a double-precision complex.
+
+        Returns
+        -------
+        complex or mpc
+            The mpc carries ``dps`` plus guard digits; its error is below
+            ``10^-dps`` (relative to ``max(1, |G|)``).
+
+        method : {"dyson", "polynomial"}
+            The Dyson equation (default), or branch tracking on the eliminated
+            polynomial equation of ``G`` (see :meth:`polynomial`).
+
+        Raises
+        ------
+        ConvergenceError
+            When the value cannot be verified to ``dps`` digits.
+        """
+        if self._method(method) == "polynomial":
+            from .scalar.closedform import polynomial_cauchy
+
+            return polynomial_cauchy(self, z, dps=check_dps(dps or 15))
+        if dps is None:
+            return complex(self.cauchy_fast(np.array([complex(z)]))[0])
+        dps = check_dps(dps)
+        ctx = context(dps + guard_digits(dps))
+        zq = to_mpc(ctx, z)
+        flip = zq.imag < 0
+        if flip:
+            zq = ctx.conj(zq)
+        g, _ = self._solve_point(zq, dps, on_axis=(zq.imag == 0))
+        return ctx.conj(g) if flip else g
+
+    def density(self, x, dps=None, method="dyson"):
+        """The density ``-Im G(x + i0)/pi`` at a real point ``x``.
+
+        With ``dps`` the value is correct to ``10^-dps`` (absolute, relative to
+        ``max(1, |G|)``); a value below that is returned as exactly 0.
+        ``method`` as in :meth:`cauchy`.
+        """
+        if self._method(method) == "polynomial":
+            from .scalar.closedform import polynomial_density
+
+            return polynomial_density(self, x, dps=check_dps(dps or 15))
+        if dps is None:
+            return float(self.density_fast(np.array([float(x)]))[0])
+        dps = check_dps(dps)
+        ctx = context(dps + guard_digits(dps))
+        xq = to_mpf(ctx, x)
+        if self.law == "squared-singular-values" and xq <= 0:
+            return ctx.mpf(0)
+        g, _ = self._solve_point(xq, dps, on_axis=True)
+        d = -g.imag / ctx.pi
+        if abs(d) < ctx.mpf(10) ** (-dps) * max(1, abs(g)):
+            return ctx.mpf(0)
+        if d < 0:
+            raise ConvergenceError(f"negative density {ctx.nstr(d, 5)} at x = {x}", point=x, dps=dps)
+        return d
+
+    # -- moments, support, atoms ---------------------------------------------
+    def moments(self, k, dps=None):
+        """The moments ``m_1, ..., m_k`` from the Dyson equation's series at infinity.
+
+        Exact sympy numbers when every coefficient is algebraic (and ``dps`` is
+        None); otherwise mpf values correct to ``10^-dps`` (default 15), checked
+        by a second computation with 10 more digits.
+        """
+        from .solve.series import series_coefficients, system_domain
+
+        # eigenvalues: G = sum m_j z^(-j-1); squared singular values (hermitized
+        # variable zeta): G_11 = sum m_j zeta^(-2j-1)
+        step = 1 if self.law == "eigenvalues" else 2
+        order = step * k + 1
+
+        def pick(coeffs):
+            return [coeffs[step * j + 1][0] for j in range(1, k + 1)]
+
+        if dps is None and system_domain(self.numeric_system) is not None:
+            coeffs, _ = series_coefficients(self.numeric_system, order)
+            return [sympy.nsimplify(x) if isinstance(x, sympy.Float) else sympy.simplify(x) for x in pick(coeffs)]
+        dps = check_dps(dps or 15)
+        work = dps + guard_digits(dps)
+        c1, _ = series_coefficients(self.numeric_system, order, ctx=context(work))
+        c2, _ = series_coefficients(self.numeric_system, order, ctx=context(work + 10))
+        out = []
+        for a, b in zip(pick(c1), pick(c2)):
+            if abs(a - b) > 10.0 ** (-dps) * max(1, abs(b)):
+                raise ConvergenceError(f"moment not stable under a precision increase ({a} vs {b})", dps=dps)
+            out.append(a.real)
+        return out
+
+    def _moments_float(self, k):
+        try:
+            ms = self.moments(k)
+        except ConvergenceError:
+            ms = self.moments(k, dps=15)
+        return [float(sympy.re(m)) if isinstance(m, sympy.Basic) else float(m) for m in ms]
+
+    def _range(self):
+        """An interval that contains the support, from the even moments."""
+        if self.law == "eigenvalues":
+            ms = self._moments_float(16)
+            r = max(abs(ms[2 * j - 1]) ** (1 / (2 * j)) for j in range(1, 9))
+            return -1.6 * r - 1e-3, 1.6 * r + 1e-3
+        ms = self._moments_float(8)
+        r = max(abs(ms[j - 1]) ** (1 / j) for j in range(1, 9))
+        return 0.0, 2.0 * r + 1e-3
+
+    def _z_of(self, x):
+        return x if self.law == "eigenvalues" else float(np.sqrt(x))
+
+    def _default_route(self, method):
+        """``"dyson"`` by default for systems too large to eliminate (see :data:`POLYNOMIAL_MAX_UNKNOWNS`)."""
+        if method is None and self.system.n_unknowns > POLYNOMIAL_MAX_UNKNOWNS:
+            return "dyson"
+        return method
+
+    @staticmethod
+    def _method(method):
+        if method not in (None, "dyson", "polynomial"):
+            raise ValueError(f"method must be 'dyson' or 'polynomial', got {method!r}")
+        return method
+
+    def polynomial(self, symbolic=False, budget_seconds=60):
+        """The irreducible polynomial ``Pi(g, z)`` with ``Pi(G(z), z) = 0``
+        (:func:`freeprob._closedform.cauchy_polynomial`); raises
+        :class:`EliminationError` when elimination exceeds its budget."""
+        from .scalar.closedform import cauchy_polynomial
+
+        key = (symbolic, budget_seconds)
+        failed = getattr(self, "_elimination_failed", {})
+        if key in failed:
+            raise failed[key]
+        try:
+            return cauchy_polynomial(self, symbolic=symbolic, budget_seconds=budget_seconds)
+        except EliminationError as exc:
+            self._elimination_failed = {**failed, key: exc}
+            raise
+
+    def support(self, dps=None, grid=2001, method=None):
+        """Support intervals ``[(a, b), ...]`` with edges to ``dps`` digits (default 15).
+
+        ``method="polynomial"``: the real roots of the discriminant of
+        :meth:`polynomial` that are true edges. ``method="dyson"``: edges
+        bracketed on a double-precision density grid and refined by Newton's
+        method on the fold system (see :mod:`freeprob._support`); a hard edge at
+        0 of a squared-singular-value law is reported as exactly 0. By default
+        the polynomial route is used when elimination finishes within 30
+        seconds, the Dyson route otherwise (and directly for systems of more
+        than :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns).
+        """
+        dps = check_dps(dps or 15)
+        method = self._default_route(self._method(method))
+        if method in (None, "polynomial"):
+            from .scalar.closedform import polynomial_support
+
+            try:
+                self.polynomial(budget_seconds=30)
+                return polynomial_support(self, dps)
+            except (EliminationError, ConvergenceError, DomainError):
+                if method == "polynomial":
+                    raise
+        return self._support_dyson(dps, grid)
+
+    def support_fast(self, grid=2001, rel=1e-6):
+        """Support intervals in double precision, from the fast density alone.
+
+        No moments and no fold system: the range is found by probing the
+        density on a doubling grid ``±2^k`` (``k = -6..16``) and widened while
+        the density is positive at an end; each grid bracket of an edge is
+        shrunk by repeated 16-point searches on ``density > threshold`` to
+        ``rel`` of its width (the threshold is ``1e-4`` of the median bulk
+        density, which moves a square-root edge by about ``1e-8`` of the
+        support's width: a smaller ``rel`` buys nothing). These are edges of
+        the double-precision density, for tables and plots; use
+        :meth:`support` for verified digits. A narrow piece of support missed
+        by the probe shows up as missing mass in :meth:`cdf_function`, which
+        raises.
+
+        Returns
+        -------
+        list of (float, float)
+        """
+        key = (grid, rel)
+        if key in self._support_fast:
+            return list(self._support_fast[key])
+        xs, d, thr, pos = self._support_grid(grid, self._probe_range())
+        out = []
+        for i0, i1, hard_zero in self._support_runs(xs, d, pos):
+            left = 0.0 if hard_zero else self._shrink_bracket(xs[i0 - 1], xs[i0], thr, rounds=12, rel=rel)[0]
+            right = self._shrink_bracket(xs[i1 + 1], xs[i1], thr, rounds=12, rel=rel)[0]
+            out.append((float(left), float(right)))
+        self._support_fast[key] = tuple(out)
+        return out
+
+    def _support_dyson(self, dps, grid):
+        from .solve.edges import refine_edge
+
+        xs, d, thr, pos = self._support_grid(grid, self._range())
+        ctx = context(dps + guard_digits(dps))
+
+        def edge(x_out, x_in):
+            # shrink the grid bracket in double precision first, so that Newton
+            # on the fold system starts well inside its basin
+            near, _ = self._shrink_bracket(x_out, x_in, thr, rounds=4, rel=1e-7)
+            e = ctx.mpf(refine_edge(self.numeric_system, self._z_of(near), dps,
+                                    bracket=(self._z_of(x_out), self._z_of(x_in))))
+            return e if self.law == "eigenvalues" else e * e
+
+        out = []
+        for i0, i1, hard_zero in self._support_runs(xs, d, pos):
+            left = ctx.mpf(0) if hard_zero else edge(xs[i0 - 1], xs[i0])
+            out.append((left, edge(xs[i1 + 1], xs[i1])))
+        return out
+
+    def _probe_range(self):
+        """A range around the density seen on the doubling grid ``±2^k``, ``k = -6..16``."""
+        ks = 2.0 ** np.arange(-6, 17)
+        xs = ks if self.law == "squared-singular-values" else np.concatenate([-ks[::-1], ks])
+        d = np.nan_to_num(self.density_fast(xs))
+        top = float(np.max(d))
+        if not top > 0:
+            raise ConvergenceError(f"no positive density of {self.name} found on ±[2^-6, 2^16]")
+        r = 2 * float(np.max(np.abs(xs[d > 1e-6 * top])))
+        return (0.0, r) if self.law == "squared-singular-values" else (-r, r)
+
+    def _support_grid(self, grid, range_, max_widenings=12):
+        """A double-precision density grid on ``range_``, widened until its ends lie outside the support.
+
+        A finite number of moments (:meth:`_range`) or probes
+        (:meth:`_probe_range`) can underestimate an edge, so the range is
+        doubled while the density is still positive at an end.
+        """
+        lo, hi = range_
+        for _ in range(max_widenings):
+            if self.law == "squared-singular-values":
+                # geometric points below the first cell: a soft edge or a gap
+                # close to the atom at 0 is not merged with it
+                xs = np.concatenate([np.geomspace(hi * 1e-6, hi / grid, 25)[:-1], np.linspace(hi / grid, hi, grid)])
+            else:
+                xs = np.linspace(lo, hi, grid)
+            d = self.density_fast(xs)
+            finite = np.isfinite(d)
+            # threshold relative to a typical bulk value (a hard edge or an atom's
+            # Lorentzian tail must not set the scale)
+            bulk = d[finite & (d > 1e-9)]
+            thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
+            pos = finite & (d > thr)
+            wide_left = self.law == "eigenvalues" and pos[0]
+            if not pos[-1] and not wide_left:
+                return xs, d, thr, pos
+            width = hi - lo
+            hi = hi + width if pos[-1] else hi
+            lo = lo - width if wide_left else lo
+        raise ConvergenceError(
+            f"the density of {self.name} is still positive at the end of the range [{xs[0]}, {xs[-1]}] "
+            f"after {max_widenings} doublings: the law may not be compactly supported"
+        )
+
+    def _support_runs(self, xs, d, pos):
+        """Runs ``(i0, i1, hard_zero)`` of grid points with positive density that carry mass.
+
+        A run of negligible mass is the tail of an atom seen through ``eta > 0``
+        and is dropped; a run starting at the first grid point is a hard edge at
+        0 of a squared-singular-value law when the density grows towards 0.
+        """
+        runs = []
+        i = 0
+        while i < len(xs):
+            if not pos[i]:
+                i += 1
+                continue
+            j = i
+            while j + 1 < len(xs) and pos[j + 1]:
+                j += 1
+            seg = slice(max(i - 1, 0), min(j + 2, len(xs)))
+            if np.trapezoid(np.nan_to_num(d[seg]), xs[seg]) >= 1e-6:
+                hard_zero = i == 0
+                if hard_zero and not (self.law == "squared-singular-values" and d[0] >= d[1]):
+                    raise ConvergenceError(f"the density of {self.name} is positive at the start of the grid x = {xs[0]}")
+                runs.append((i, j, hard_zero))
+            i = j + 1
+        return runs
+
+    def _shrink_bracket(self, x_out, x_in, thr, rounds, rel):
+        """Shrink the bracket ``(x_out, x_in)`` of an edge by 16-point searches on ``density > thr``."""
+        width = abs(x_in - x_out)
+        for _ in range(rounds):
+            ts = np.linspace(x_out, x_in, 18)[1:-1]
+            inside = np.nonzero(np.nan_to_num(self.density_fast(ts)) > thr)[0]
+            if not len(inside):
+                x_out = ts[-1]  # the edge lies between the last point tried and x_in
+            else:
+                k = inside[0]
+                x_out, x_in = (ts[k - 1] if k > 0 else x_out), ts[k]
+            if abs(x_in - x_out) < rel * width:
+                break
+        return float(x_out), float(x_in)
+
+    def atoms(self, dps=None, candidates=(0,), method=None):
+        """Atoms ``[(x, mass), ...]`` with masses to ``dps`` digits (default 15).
+
+        ``method="polynomial"``: every pole of the branch of :meth:`polynomial`,
+        location and mass exact. ``method="dyson"``: the mass
+        ``lim iy G(x0 + iy)`` at each of ``candidates`` (default 0), kept when
+        above ``10^-dps``. By default the polynomial route is used when
+        elimination finishes within 30 seconds (systems of more than
+        :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns go to the Dyson route
+        directly).
+        """
+        dps = check_dps(dps or 15)
+        method = self._default_route(self._method(method))
+        if method in (None, "polynomial"):
+            from .scalar.closedform import polynomial_atoms
+
+            try:
+                self.polynomial(budget_seconds=30)
+                ctx = context(dps + guard_digits(dps))
+                return [(ctx.mpf(a.x), ctx.mpf(a.mass)) for a in polynomial_atoms(self, dps)]
+            except (EliminationError, ConvergenceError, DomainError):
+                if method == "polynomial":
+                    raise
+        return self._atoms_dyson(dps, candidates)
+
+    def _atoms_dyson(self, dps, candidates):
+        from .solve.edges import atom_mass
+
+        ctx = context(dps + guard_digits(dps))
+        out = []
+        for x0 in candidates:
+            z0 = self._z_of(float(x0))
+            m = atom_mass(self.numeric_system, z0, dps)
+            if abs(m) > ctx.mpf(10) ** (-dps):
+                if m < 0:
+                    raise ConvergenceError(f"negative mass {m} at {x0}", point=x0, dps=dps)
+                out.append((ctx.mpf(x0), ctx.mpf(m)))
+        return out
+
+    def cdf_function(self, nodes=2000, atoms=None, grid=2001):
+        """The distribution function as a :class:`~freeprob._cdf.DistributionTable` (double precision).
+
+        Built from :meth:`support_fast` (on ``grid`` points), the fast density
+        and the atoms (default :meth:`atoms`; pass ``[(x, mass), ...]`` when
+        they are known exactly). Raises :class:`ConvergenceError` if the total
+        mass is not one, so a missed piece of support or a wrong atom never
+        goes unnoticed.
+        """
+        from .solve.cdf import tabulate
+
+        if atoms is None:
+            try:
+                atoms = self.atoms()
+            except ConvergenceError:
+                atoms = []
+        atoms = tuple((float(x), float(m)) for x, m in atoms)
+        key = (nodes, atoms, grid)
+        if key not in self._cdf:
+            self._cdf[key] = tabulate(self.density_fast, self.support_fast(grid), list(atoms), nodes=nodes)
+        return self._cdf[key]
+
+    def quantile(self, p):
+        """The ``p``-quantile of the law (double precision)."""
+        return self.cdf_function().quantile(p)
+
+    def __repr__(self):
+        r = ", ".join(f"{k}={v}" for k, v in self.ratios.items())
+        return f"SpectralLaw({self.name!r}, law={self.law!r}, ratios={{{r}}})"
+
+
+def eigenvalue_law(expr, ratios, params=None, name=None):
+    """The limiting eigenvalue law of a symmetric expression.
+
+    Examples
+    --------
+    >>> import freeprob as fp
+    >>> p, n = fp.dims("p n")
+    >>> X = fp.gaussian("X", (p, n))
+    >>> law = fp.eigenvalue_law(X @ X.T / n, ratios={p: 0.5, n: 1})
+    >>> fp.fmt(law.density(1.0, dps=30), 20)   # sqrt((b - 1)(1 - a))/pi, a, b = (1 -+ sqrt(1/2))^2
+    '0.42108439934779238984'
+    >>> law.moments(3)
+    [1, 3/2, 11/4]
+    """
+    return SpectralLaw(expr, "eigenvalues", ratios, params, name)
+
+
+def singular_value_law(expr, ratios, params=None, name=None):
+    """The limiting law of the squared singular values of any expression.
+
+    For ``P`` of shape ``(a, b)``: the eigenvalue law of ``P P^T`` over its
+    ``a`` rows (with an atom at 0 when ``P`` has rank below ``a``).
+    """
+    return SpectralLaw(expr, "squared-singular-values", ratios, params, name)

@@ -1,0 +1,243 @@
+"""Monte-Carlo of the same expression, built in (MATH.md §5).
+
+The expression tree is sampled at finite size: every dimension ``s`` becomes
+``round(rho_s N)`` rows, every leaf one seeded draw (a matrix occurring
+several times is drawn once), every scalar evaluated with the actual sizes,
+so the user's own scale factors are what is tested.
+
+:func:`check` compares samples with the theory. For polynomials in Gaussian
+matrices, linear statistics (moments, the counting function at fixed points)
+have fluctuations of order ``1/N`` and a bias ``c/N + O(1/N^2)``. The check
+therefore samples ``reps`` replicates at ``N`` and ``2 reps`` at ``N/2``,
+removes the ``1/N`` bias by Richardson extrapolation,
+``s_inf = 2 s(N) - s(N/2)``, and compares ``s_inf`` with the theory in units
+of its standard error (a Student-t test with a Bonferroni family-wise level).
+The variance is pooled over both sizes on the scale ``Var s(N) = sigma^2/N^2``
+of linear statistics (for counting statistics the true scale carries an
+extra ``log N``, which makes the pooled error slightly conservative at ``N``).
+The Kolmogorov-Smirnov distance is reported at both sizes; it should halve
+from ``N/2`` to ``N``.
+"""
+
+from dataclasses import dataclass, field
+
+import mpmath
+import numpy as np
+import sympy
+
+from .._errors import DomainError
+from ..expr.tree import Matrix, Product, Scaled, Sum, Transpose
+
+__all__ = ["sample_matrix", "sample_spectrum", "sizes_for", "check", "CheckReport", "student_t_quantile"]
+
+
+def sizes_for(law, n):
+    """Integer sizes ``{dimension: round(ratio * n)}`` (at least 1)."""
+    if n < 1:
+        raise DomainError(f"the Monte-Carlo size must be a positive integer, got {n}")
+    return {s: max(1, int(round(float(r) * n))) for s, r in law.ratios.items()}
+
+
+def _scalar(c, values):
+    v = sympy.sympify(c).subs(values)
+    if not v.is_number:
+        raise DomainError(f"cannot evaluate the scalar {c}: give values for {sorted(map(str, v.free_symbols))}")
+    return float(v)
+
+
+def sample_matrix(law, n, rng=None):
+    """One sample of the expression of ``law`` at size ``n`` (numpy array)."""
+    rng = np.random.default_rng(rng)
+    sizes = sizes_for(law, n)
+    values = dict(law.params)
+    values.update({s: sympy.Integer(k) for s, k in sizes.items()})
+    leaves = {}
+
+    def leaf(node):
+        if node.name in leaves:
+            return leaves[node.name]
+        a, b = sizes[node.shape[0]], sizes[node.shape[1]]
+        if node.kind == "identity":
+            m = np.eye(a)
+        else:
+            sd = np.sqrt(_scalar(node.variance, values))
+            if node.kind == "gaussian":
+                m = sd * rng.standard_normal((a, b))
+            else:
+                g = rng.standard_normal((a, a))
+                m = sd * (g + g.T) / np.sqrt(2.0)
+        leaves[node.name] = m
+        return m
+
+    cache = {}
+
+    def ev(node):
+        if node in cache:
+            return cache[node]
+        if isinstance(node, Matrix):
+            out = leaf(node)
+        elif isinstance(node, Scaled):
+            out = _scalar(node.coeff, values) * ev(node.arg)
+        elif isinstance(node, Transpose):
+            out = ev(node.arg).T
+        elif isinstance(node, Sum):
+            out = sum(ev(t) for t in node.terms)
+        elif isinstance(node, Product):
+            mats = [ev(f) for f in node.factors]
+            out = np.linalg.multi_dot(mats) if len(mats) > 2 else mats[0] @ mats[1]
+        else:
+            raise TypeError(node)
+        cache[node] = out
+        return out
+
+    return ev(law.expr)
+
+
+def sample_spectrum(law, n, rng=None):
+    """Eigenvalues (symmetric law) or squared singular values (over the rows) of one sample, sorted."""
+    m = sample_matrix(law, n, rng)
+    if law.law == "eigenvalues":
+        s = np.linalg.eigvalsh((m + m.T) / 2)
+    else:
+        s = np.linalg.svd(m, compute_uv=False) ** 2
+        if len(s) < m.shape[0]:
+            s = np.concatenate([np.zeros(m.shape[0] - len(s)), s])
+    # rank deficiency gives exact zeros in exact arithmetic; rounding leaves values
+    # of order 1e-13 ||H||, which are set back to 0 so that atoms at 0 compare exactly
+    scale = float(np.max(np.abs(s))) if s.size else 0.0
+    s = np.where(np.abs(s) <= 1e-9 * scale, 0.0, s)
+    return np.sort(s)
+
+
+def student_t_quantile(p, df):
+    """Quantile of Student's t distribution (mpmath, no scipy)."""
+    df = mpmath.mpf(df)
+
+    def cdf(t):
+        x = df / (df + t * t)
+        tail = mpmath.betainc(df / 2, mpmath.mpf(1) / 2, 0, x, regularized=True) / 2
+        return 1 - tail if t > 0 else tail
+
+    return float(mpmath.findroot(lambda t: cdf(t) - p, mpmath.sqrt(2) * mpmath.erfinv(2 * p - 1)))
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """Result of :func:`check`; ``passed`` is the verdict."""
+
+    model: str
+    n: int
+    reps: int
+    seed: object
+    ks: float
+    ks_half: float
+    statistics: tuple  # dicts: name, theory, at_n, at_half, extrapolated, se, z, limit, passed
+    critical: float
+    passed: bool
+    samples: tuple = field(default=(), repr=False)
+
+    def as_dict(self):
+        return {
+            "model": self.model,
+            "n": self.n,
+            "reps": self.reps,
+            "seed": self.seed,
+            "ks": {"at_n": self.ks, "at_half_n": self.ks_half},
+            "statistics": [dict(s) for s in self.statistics],
+            "critical_value": self.critical,
+            "verdict": "pass" if self.passed else "fail",
+        }
+
+    def text(self):
+        lines = [
+            f"Monte-Carlo check of {self.model}: {self.reps} samples at N = {self.n} and {2 * self.reps} at N = {self.n // 2}",
+            f"KS distance to the theoretical CDF: {self.ks:.3e} at N, {self.ks_half:.3e} at N/2 (expected to shrink like 1/N)",
+            f"{'statistic':<14}{'theory':>14}{'at N':>14}{'at N/2':>14}{'N->inf':>14}{'s.e.':>11}{'|t|':>7}",
+        ]
+        for s in self.statistics:
+            lines.append(
+                f"{s['name']:<14}{s['theory']:>14.6g}{s['at_n']:>14.6g}{s['at_half']:>14.6g}"
+                f"{s['extrapolated']:>14.6g}{s['se']:>11.2e}{abs(s['t']):>7.2f}" + ("" if s["passed"] else "  <-- FAIL")
+            )
+        lines.append(
+            f"verdict: {'PASS' if self.passed else 'FAIL'} (every |t| <= {self.critical:.2f}: Student t with "
+            f"{3 * self.reps - 2} degrees of freedom, family-wise level 0.001 over {len(self.statistics)} statistics, "
+            f"after removing the 1/N bias by Richardson extrapolation; standard errors pooled over both sizes "
+            f"on the 1/N fluctuation scale of linear statistics)"
+        )
+        return "\n".join(lines)
+
+
+def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), level=1e-3):
+    """Monte-Carlo check of ``law`` at size ``n`` (see the module docstring).
+
+    Returns a :class:`CheckReport`; its ``samples`` hold the spectra at ``n``.
+    """
+    if reps < 3:
+        raise DomainError(f"the check needs at least 3 replicates to estimate standard errors, got {reps}")
+    if n < 20:
+        raise DomainError(f"the check needs n >= 20, got {n}")
+    rng = np.random.default_rng(seed)
+    cdf = law.cdf_function()
+    theory_m = [float(sympy.re(sympy.N(m))) if isinstance(m, sympy.Basic) else float(m) for m in law.moments(moments) ]
+    # quantiles of the absolutely continuous part, so that no point sits on an atom
+    qpoints = [float(cdf.ac_quantile(p)) for p in quantiles]
+    nh = max(n // 2, 10)
+    big = [sample_spectrum(law, n, rng) for _ in range(reps)]
+    half = [sample_spectrum(law, nh, rng) for _ in range(2 * reps)]
+
+    def stats(spec):
+        out = [np.mean(spec ** k) for k in range(1, moments + 1)]
+        out += [np.mean(spec <= q) for q in qpoints]
+        return np.array(out)
+
+    sb = np.array([stats(s) for s in big])
+    sh = np.array([stats(s) for s in half])
+    theory = theory_m + [cdf(q) for q in qpoints]
+    names = [f"m{k}" for k in range(1, moments + 1)] + [f"F(q{p:g})" for p in quantiles]
+    mean_b, mean_h = sb.mean(0), sh.mean(0)
+    # linear statistics fluctuate like sigma/N: pool the two sizes' variances on that scale
+    rb, rh = len(big), len(half)
+    df = (rb - 1) + (rh - 1)
+    sigma2 = ((rb - 1) * n**2 * sb.var(0, ddof=1) + (rh - 1) * nh**2 * sh.var(0, ddof=1)) / df
+    se_b = np.sqrt(sigma2 / rb) / n
+    se_h = np.sqrt(sigma2 / rh) / nh
+    est = 2 * mean_b - mean_h
+    se = np.sqrt(4 * se_b ** 2 + se_h ** 2)
+    crit = student_t_quantile(1 - level / (2 * len(names)), df)
+    rows = []
+    ok = True
+    for i, name in enumerate(names):
+        # the theory's own numerical error (double-precision path) is far below any s.e.
+        floor = 1e-7 * max(1.0, abs(theory[i]))
+        t = (est[i] - theory[i]) / max(se[i], floor)
+        passed = bool(abs(t) <= crit)
+        ok &= passed
+        rows.append(
+            {
+                "name": name,
+                "theory": float(theory[i]),
+                "at_n": float(mean_b[i]),
+                "at_half": float(mean_h[i]),
+                "extrapolated": float(est[i]),
+                "se": float(se[i]),
+                "t": float(t),
+                "limit": float(crit),
+                "passed": passed,
+            }
+        )
+    ks = float(np.mean([_ks(s, cdf) for s in big]))
+    ks_half = float(np.mean([_ks(s, cdf) for s in half]))
+    return CheckReport(law.name, n, reps, seed, ks, ks_half, tuple(rows), crit, bool(ok), tuple(big))
+
+
+def _ks(sample, cdf):
+    """``sup |F_n - F|`` for a law with atoms: compared at every sample value from both sides."""
+    x = np.sort(sample)
+    m = len(x)
+    ux, first = np.unique(x, return_index=True)
+    counts_le = np.searchsorted(x, ux, side="right") / m
+    counts_lt = first / m
+    f = cdf(ux)
+    fl = cdf.left(ux)
+    return float(max(np.max(np.abs(counts_le - f)), np.max(np.abs(counts_lt - fl))))

@@ -1,0 +1,205 @@
+"""Support edges and atoms from the Dyson system.
+
+* Edges: outside the support the Dyson system has a real solution; at a soft
+  edge two real solutions merge, so the Jacobian ``I - dPhi`` becomes
+  singular. The edge solves the augmented (fold) system
+  ``g = Phi(g, x)``, ``(I - dPhi) v = 0``, ``c . v = 1`` in ``(g, x, v)``, which
+  is regular at a fold; Newton's method (finite-difference Jacobian at twice
+  the working precision) converges to it from a grid bracket.
+* Atoms: the mass at ``x0`` is ``lim_{y -> 0} iy G(x0 + iy)``; the Dyson
+  solution is continued in mpmath down the imaginary direction and the limit
+  accepted only when it is stable.
+
+Both work in the system's variable ``z`` (``z = x`` for eigenvalues,
+``z = sqrt(x)`` for squared singular values) and know nothing of expressions.
+"""
+
+import numpy as np
+
+from .._errors import ConvergenceError
+from .numeric import MPSystem
+from .._precision import context
+from .newton import newton_mp, solve_fast
+
+__all__ = ["refine_edge", "atom_mass"]
+
+
+def _fold_residual(mpsys, unk, r, c):
+    ctx = mpsys.ctx
+    g = [ctx.mpc(x) for x in unk[:r]]
+    x = unk[r]
+    v = unk[r + 1:]
+    phi, _, jac = mpsys.phi(g, ctx.mpc(x), 0, jacobian=True)
+    out = [(g[k] - phi[k]).real for k in range(r)]
+    for a in range(r):
+        s = v[a] - sum(jac[a][b].real * v[b] for b in range(r))
+        out.append(s)
+    out.append(sum(ci * vi for ci, vi in zip(c, v)) - 1)
+    return out
+
+
+def _pinv_solve(ctx, a, b):
+    """Minimum-norm least-squares solution of ``a x = b`` (SVD, relative cut-off)."""
+    u, sv, v = ctx.svd_r(a)
+    cut = max(sv) * ctx.mpf(10) ** (-(ctx.dps // 2))
+    n = a.cols
+    ub = [sum(u[i, k] * b[i] for i in range(a.rows)) for k in range(len(sv))]
+    coef = [ub[k] / sv[k] if sv[k] > cut else 0 for k in range(len(sv))]
+    return [sum(v[k, j] * coef[k] for k in range(len(sv))) for j in range(n)]
+
+
+def _solve(ctx, a, b, unk):
+    """LU solve; the (slow) SVD least-squares solve when LU fails or gives an
+    absurd step (a Jacobian singular up to finite-difference noise, as when
+    two unknowns are always equal)."""
+    try:
+        x = ctx.lu_solve(a, ctx.matrix(b))
+        step = [x[i] for i in range(a.cols)]
+        if max(abs(v) for v in step) <= 1e6 * (1 + max(abs(v) for v in unk)):
+            return step
+    except (ZeroDivisionError, TypeError):
+        pass
+    return _pinv_solve(ctx, a, b)
+
+
+def refine_edge(system, z_out, dps, bracket=None):
+    """A soft edge of the support, in the system variable, to ``dps`` digits.
+
+    Parameters
+    ----------
+    system : DysonSystem (fully substituted)
+    z_out : float
+        A point just outside the support near the edge.
+    bracket : (float, float), optional
+        The edge must lie in this interval (with a margin of one bracket
+        width) or the result is refused.
+
+    Raises
+    ------
+    ConvergenceError
+    """
+    from .numeric import FastSystem
+
+    fast = FastSystem(system)
+    g, outs, conv, res = solve_fast(fast, np.array([complex(z_out, 1e-12 * (1 + abs(z_out)))]), raise_on_failure=False)
+    g = g[0].real
+    r = len(g)
+    _, _, jac = fast.phi(g[None, :].astype(complex), np.array([complex(z_out)]), np.array([0.0]), jacobian=True)
+    jr = np.eye(r) - jac[0].real
+    _, _, vh = np.linalg.svd(jr)
+    v = vh[-1]
+    c = v / np.dot(v, v)
+    work = dps + 10 + dps // 4
+    ctx = context(2 * work)
+    mpsys = MPSystem(system, ctx)
+    unk = [ctx.mpf(x) for x in g] + [ctx.mpf(z_out)] + [ctx.mpf(x) for x in v]
+    cq = [ctx.mpf(x) for x in c]
+    n = len(unk)
+    h = ctx.mpf(10) ** (-work)
+    tol = ctx.mpf(10) ** (-(work - 2))
+    # Newton with a finite-difference Jacobian, reused (chord steps) while each
+    # step shrinks by at least a factor 10; recomputed otherwise
+    jm = None
+    last = None
+    for _ in range(80):
+        f0 = _fold_residual(mpsys, unk, r, cq)
+        if jm is None:
+            jm = ctx.matrix(n, n)
+            for j in range(n):
+                u2 = list(unk)
+                u2[j] += h
+                f1 = _fold_residual(mpsys, u2, r, cq)
+                for i in range(n):
+                    jm[i, j] = (f1[i] - f0[i]) / h
+        step = _solve(ctx, jm, f0, unk)
+        size = max(abs(x) for x in step)
+        if last is not None and size > last / 10:
+            jm = None  # chord step too slow: fresh Jacobian next time
+        last = size
+        unk = [unk[i] - step[i] for i in range(n)]
+        if abs(step[r]) < tol * (1 + abs(unk[r])):
+            break
+    else:
+        raise ConvergenceError(f"no support edge found near z = {z_out}", point=z_out, dps=dps)
+    edge = unk[r]
+    if bracket is not None:
+        lo, hi = sorted(bracket)
+        width = hi - lo
+        if not (lo - width <= float(edge) <= hi + width):
+            raise ConvergenceError(
+                f"the edge search from z = {z_out} converged to {ctx.nstr(edge, 10)}, outside its bracket "
+                f"[{lo}, {hi}]",
+                point=z_out,
+                dps=dps,
+            )
+    fres = max(abs(x) for x in _fold_residual(mpsys, unk, r, cq))
+    if fres > ctx.mpf(10) ** (-(work - 2)):
+        raise ConvergenceError(f"edge residual {ctx.nstr(fres, 5)} too large near z = {z_out}", point=z_out, residual=fres, dps=dps)
+    return edge
+
+
+def atom_mass(system, z0, dps, output=0):
+    """``lim_{y -> 0} iy G_u(z0 + iy)`` for the ``u`` output ``output``, to ``dps`` digits.
+
+    ``M(y) = iy G(z0 + iy)`` is computed at ``y = 10^-2, 10^-3, ...`` (Newton at
+    each step from a componentwise geometric predictor) and extrapolated to
+    ``y = 0`` by Richardson (Neville) extrapolation in ``y``, which converges
+    fast when ``z0`` is isolated from the rest of the support or sits at a
+    square-root hard edge. The value is accepted only when two successive
+    extrapolants agree to ``10^-dps``; the working precision carries twice the
+    decades of ``y`` spanned, since the system's condition number grows like
+    ``1/y^2``. Returns an mpf.
+    """
+    from .numeric import FastSystem
+
+    n_steps = max(8, dps // 3 + 4)
+    work = dps + 2 * (n_steps + 2) + 15
+    ctx = context(work)
+    mpsys = MPSystem(system, ctx)
+    ys = [ctx.mpf(10) ** (-2 - j) for j in range(n_steps)]
+    fast = FastSystem(system)
+    # double-precision starts where the double solve is well conditioned
+    y_fast = [float(y) for y in ys if y >= 1e-6]
+    gf, outs, conv, res = solve_fast(fast, np.array([complex(z0, y) for y in y_fast]), raise_on_failure=False)
+    g = [ctx.mpc(x) for x in gf[0]]
+    prev = None
+    masses = []
+    table = []
+    best = None
+    for j, y in enumerate(ys):
+        tol = ctx.mpf(10) ** (-(work - 2 * (j + 3) - 5))
+        if j < len(y_fast) and conv[j]:
+            pred = [ctx.mpc(x) for x in gf[j]]
+        else:
+            pred = [a * (a / b) if (prev is not None and b != 0) else a for a, b in zip(g, prev or g)]
+        gn, outs, r, it = newton_mp(mpsys, pred, ctx.mpc(z0, y), 0, tol, maxiter=80)
+        if not r < tol:
+            gn, outs, r, it = newton_mp(mpsys, list(g), ctx.mpc(z0, y), 0, tol, maxiter=200)
+        if not r < tol:
+            raise ConvergenceError(
+                f"the Dyson solution could not be continued to z = {z0} + i {ctx.nstr(y, 5)} "
+                f"(residual {ctx.nstr(r, 5)})",
+                point=complex(z0, float(y)),
+                residual=r,
+                dps=dps,
+            )
+        prev, g = g, gn
+        masses.append(ctx.mpc(0, y) * outs[output])
+        # Neville: table[i] extrapolates masses[i..j] to y = 0
+        row = [masses[j]]
+        for i in range(1, j + 1):
+            yi = ys[j - i]
+            row.append(row[i - 1] + (row[i - 1] - table[i - 1]) * ys[j] / (yi - ys[j]))
+        table = row
+        est = table[-1]
+        if best is not None and j >= 3 and abs(est - best) < ctx.mpf(10) ** (-dps - 3):
+            if abs(est.imag) > ctx.mpf(10) ** (-dps):
+                break
+            return est.real
+        best = est
+    raise ConvergenceError(
+        f"the mass at {z0} did not settle as y -> 0 (last extrapolants {ctx.nstr(best, 10)}); "
+        f"the density may be singular there",
+        point=z0,
+        dps=dps,
+    )

@@ -1,0 +1,310 @@
+"""Solvers of the Dyson equation (MATH.md §4).
+
+They take a numeric system (:mod:`freeprob._numeric`) and points, and know
+nothing of expressions.
+
+* :func:`solve_fast`: double precision, vectorized over all points. From
+  ``Im z`` large (where the damped fixed-point iteration converges at once)
+  it follows a path down to each target, Newton at every step, halving steps
+  that fail; then it sends the regularization ``eps`` of the non-``u`` rows to
+  exactly 0.
+* :func:`solve_mp`: Newton's method in an mpmath context from a starting
+  point (usually the double-precision solution), returned only if the
+  residual is below the tolerance, the answer lies in the right half-plane and
+  one more Newton step at higher precision does not move it.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .._errors import ConvergenceError
+
+__all__ = ["DysonSolution", "solve_fast", "solve_mp", "newton_mp"]
+
+
+@dataclass(frozen=True)
+class DysonSolution:
+    """Result of a solve at one point.
+
+    Attributes
+    ----------
+    z : complex or mpc
+    g : tuple
+        The unknowns.
+    outputs : tuple
+        ``G`` on the ``u`` rows.
+    residual : float or mpf
+        ``max |g - Phi(g)|`` at the solution.
+    iterations : int
+    dps : int or None
+        Decimal digits asked for (None for double precision).
+    method : str
+    converged : bool
+    """
+
+    z: object
+    g: tuple
+    outputs: tuple
+    residual: object
+    iterations: int
+    dps: object
+    method: str
+    converged: bool
+
+
+def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-10, verify=True):
+    """Newton on all points; returns g, converged mask, residual, outputs.
+
+    With ``verify=False`` (intermediate steps of a path) a point also counts as
+    converged once its Newton step is below ``1e-5`` relative: quadratic
+    convergence then puts the residual near ``1e-10``, and the final,
+    verified step of the path checks it anyway.
+    """
+    P = g.shape[0]
+    conv = np.zeros(P, bool)
+    res = np.full(P, np.inf)
+    eye = np.eye(fast.r)
+    for _ in range(maxiter):
+        phi, outs, jac = fast.phi(g, z, eps, jacobian=True)
+        r = g - phi
+        scale = 1 + np.max(np.abs(g), axis=1)
+        res = np.max(np.abs(r), axis=1) / scale
+        conv = np.isfinite(res) & (res < tol)
+        if conv.all():
+            return g, conv, res, outs
+        with np.errstate(all="ignore"):
+            try:
+                delta = np.linalg.solve(eye[None] - jac, r[:, :, None])[:, :, 0]
+            except np.linalg.LinAlgError:
+                delta = np.stack([_lstsq(eye - jac[i], r[i]) for i in range(P)])
+        delta[conv] = 0
+        bad = ~np.isfinite(delta).all(axis=1)
+        delta[bad] = 0
+        g = g - delta
+        if not verify:
+            step = np.max(np.abs(delta), axis=1) / scale
+            small = ~bad & (step < 1e-5)
+            if (conv | small).all():
+                res = np.where(conv, res, step**2)
+                return g, conv | small, res, outs
+    phi, outs, _ = fast.phi(g, z, eps)
+    res = np.max(np.abs(g - phi), axis=1) / (1 + np.max(np.abs(g), axis=1))
+    conv = np.isfinite(res) & (res < tol)
+    return g, conv, res, outs
+
+
+def _lstsq(a, b):
+    try:
+        return np.linalg.lstsq(a, b, rcond=None)[0]
+    except np.linalg.LinAlgError:
+        return np.full_like(b, np.nan)
+
+
+def _halfplane_ok(outs, z, tol):
+    # Im G < 0 on the u rows when Im z > 0 (<= tol on the axis)
+    return np.all(outs.imag <= tol * (1 + np.abs(outs)), axis=1) | (z.imag <= 0)
+
+
+def _advance(fast, g, z0, e0, z1, e1, depth, tol, verify=True):
+    """Move solutions from (z0, e0) to (z1, e1), splitting failed steps."""
+    g1, conv, res, outs = _newton_fast(fast, g.copy(), z1, e1, tol=tol, verify=verify)
+    conv &= _halfplane_ok(outs, z1, 1e-8)
+    if conv.all() or depth == 0:
+        return g1, conv, res
+    bad = ~conv
+    zm = (z0[bad] + z1[bad]) / 2
+    em = (e0[bad] + e1[bad]) / 2
+    gm, cm, _ = _advance(fast, g[bad], z0[bad], e0[bad], zm, em, depth - 1, tol, verify)
+    g2, c2, r2 = _advance(fast, gm, zm, em, z1[bad], e1[bad], depth - 1, tol, verify)
+    g1[bad] = g2
+    conv[bad] = c2 & cm
+    res[bad] = r2
+    return g1, conv, res
+
+
+def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, raise_on_failure=True, anchors=True):
+    """Solve at every point of ``z`` (Im z >= 0) in double precision.
+
+    Parameters
+    ----------
+    fast : FastSystem
+    z : array of complex
+        Targets with ``Im z > 0`` (use a small positive imaginary part for
+        the real axis).
+    eps : float
+        Final regularization of the non-``u`` rows (0 by default).
+    anchors : bool
+        With 200 points or more, follow full paths only for every 8th point and
+        start the others from their neighbours (see ``_solve_by_anchors``).
+
+    Returns
+    -------
+    g : (P, r) complex array
+    outputs : (P, n_u) complex array
+    converged : (P,) bool array
+    residual : (P,) float array
+    """
+    z = np.atleast_1d(np.asarray(z, dtype=complex))
+    P = len(z)
+    if P >= 200 and anchors:
+        g, outs, conv, res = _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade)
+    else:
+        g, outs, conv, res = _solve_paths(fast, z, eps, tol, depth, steps_per_decade)
+    if raise_on_failure and not conv.all():
+        i = int(np.argmin(conv))
+        raise ConvergenceError(
+            f"the double-precision Dyson solve did not converge at z = {z[i]!r} (residual {res[i]:.3g}); "
+            f"the point may sit on a support edge: move it slightly or use the high-precision path",
+            point=z[i],
+            residual=float(res[i]),
+        )
+    return g, outs, conv, res
+
+
+def _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade, stride=8):
+    """Many points: full paths for every ``stride``-th point (by real part),
+    Newton straight at the target for the others from the linear interpolation
+    of their two neighbouring anchors.
+
+    A result from an interpolated start is kept only if it stays close to the
+    interpolant (within a quarter of the anchors' own difference, which is the
+    scale on which a smooth branch moves between them); otherwise, as near an
+    edge where the branch is not smooth, the point gets a full path of its own.
+    This keeps every point on the branch continued from ``Im z`` large.
+    """
+    order = np.argsort(z.real, kind="stable")
+    zs = z[order]
+    idx = np.arange(len(zs))
+    is_anchor = (idx % stride == 0) | (idx == len(zs) - 1)
+    ga, oa, ca, ra = _solve_paths(fast, zs[is_anchor], eps, tol, depth, steps_per_decade)
+    a_pos = idx[is_anchor]
+    P = len(zs)
+    g = np.zeros((P, fast.r), complex)
+    outs = np.zeros((P, len(fast.outputs)), complex)
+    conv = np.zeros(P, bool)
+    res = np.full(P, np.inf)
+    g[is_anchor], outs[is_anchor], conv[is_anchor], res[is_anchor] = ga, oa, ca, ra
+    rest = idx[~is_anchor]
+    hi = np.searchsorted(a_pos, rest)
+    lo = hi - 1
+    w = ((zs.real[rest] - zs.real[a_pos[lo]]) / (zs.real[a_pos[hi]] - zs.real[a_pos[lo]] + 1e-300))[:, None]
+    g0 = (1 - w) * ga[lo] + w * ga[hi]
+    spread = np.max(np.abs(ga[hi] - ga[lo]), axis=1)
+    ok_anchor = ca[lo] & ca[hi]
+    eps_arr = np.full(len(rest), float(eps))
+    g1, c1, r1, o1 = _newton_fast(fast, g0.copy(), zs[rest], eps_arr, tol=tol)
+    c1 &= _halfplane_ok(o1, zs[rest], 1e-8)
+    near = np.max(np.abs(g1 - g0), axis=1) <= 0.25 * spread + 1e-8 * (1 + np.max(np.abs(g1), axis=1))
+    good = c1 & near & ok_anchor
+    g[rest[good]], outs[rest[good]], conv[rest[good]], res[rest[good]] = g1[good], o1[good], True, r1[good]
+    redo = rest[~good]
+    if len(redo):
+        gr, orr, cr, rr = _solve_paths(fast, zs[redo], eps, tol, depth, steps_per_decade)
+        g[redo], outs[redo], conv[redo], res[redo] = gr, orr, cr, rr
+    inv = np.empty_like(order)
+    inv[order] = idx
+    return g[inv], outs[inv], conv[inv], res[inv]
+
+
+def _solve_paths(fast, z, eps, tol, depth, steps_per_decade):
+    """Every point by its own path from ``Im z`` large (vectorized)."""
+    P = len(z)
+    y_target = np.maximum(z.imag, 1e-300)
+    scale = max(4.0, 2.0 * float(np.max(np.abs(z)))) if P else 4.0
+    t0 = np.full(P, scale)
+    # initial solution far up: damped fixed-point iteration, then Newton
+    zt = z.real + 1j * t0
+    g = np.zeros((P, fast.r), complex)
+    for _ in range(100):
+        # far from the axis the map is a strong contraction: a few plain
+        # iterations give Newton a start well inside its basin
+        phi, _, _ = fast.phi(g, zt, t0)
+        done = np.max(np.abs(phi - g)) < 1e-4
+        g = phi
+        if done:
+            break
+    # phase 1: down to y = max(target, 1e-3 scale) in steps, then one jump to the target
+    y_mid = np.maximum(y_target, 1e-3 * t0)
+    n = int(np.ceil(steps_per_decade * np.log10(scale / float(np.min(y_mid))))) + 1
+    ys = [t0 * (y_mid / t0) ** (k / n) for k in range(n + 1)] + [y_target]
+    loose = max(tol, 1e-7)
+    for k in range(1, len(ys)):
+        y0, y1 = ys[k - 1], ys[k]
+        # intermediate failures only slow the path down; the final step is what is verified
+        g, c, res = _advance(fast, g, z.real + 1j * y0, y0, z.real + 1j * y1, y1, depth, loose, verify=False)
+    # phase 2: the regularization eps of the non-u rows goes to its final value at the target
+    g, conv, res = _advance(fast, g, z, y_target, z, np.full(P, float(eps)), depth, tol)
+    phi, outs, _ = fast.phi(g, z, np.full(P, float(eps)))
+    return g, outs, conv, res
+
+
+def newton_mp(mpsys, g, z, eps, tol, maxiter=60):
+    """Newton's method in the context of ``mpsys``; returns (g, outputs, residual, iterations)."""
+    ctx = mpsys.ctx
+    r = mpsys.r
+    it = 0
+    res = ctx.inf
+    for it in range(1, maxiter + 1):
+        phi, outs, jac = mpsys.phi(g, z, eps, jacobian=True)
+        resid = [g[k] - phi[k] for k in range(r)]
+        gnorm = max([abs(x) for x in g] + [ctx.mpf(1)])
+        res = max([abs(x) for x in resid] + [ctx.mpf(0)]) / gnorm
+        if res < tol:
+            return g, outs, res, it
+        a = ctx.matrix(r, r)
+        for i in range(r):
+            for j in range(r):
+                a[i, j] = (1 if i == j else 0) - jac[i][j]
+        try:
+            delta = ctx.lu_solve(a, ctx.matrix(resid))
+        except ZeroDivisionError:
+            break
+        g = [g[k] - delta[k] for k in range(r)]
+    phi, outs, _ = mpsys.phi(g, z, eps)
+    gnorm = max([abs(x) for x in g] + [ctx.mpf(1)])
+    res = max([abs(g[k] - phi[k]) for k in range(r)] + [ctx.mpf(0)]) / gnorm
+    return g, outs, res, it
+
+
+def solve_mp(mpsys, z, g0, dps, eps=0, check=None):
+    """High-precision solution at ``z`` from the start ``g0``.
+
+    The context of ``mpsys`` must already carry guard digits beyond ``dps``.
+    The value is accepted only if the residual is below ``10^-(ctx.dps - 5)``,
+    ``Im G < 0`` on the ``u`` rows when ``Im z > 0`` (up to the tolerance), and
+    ``check(mpsys_hi)`` (a re-solve at higher precision supplied by the
+    caller), if given, agrees to ``10^-dps``.
+
+    Raises
+    ------
+    ConvergenceError
+        With the point, the residual and ``dps``.
+    """
+    ctx = mpsys.ctx
+    z = ctx.mpc(z)
+    eps = ctx.mpf(eps)
+    g = [ctx.mpc(x) for x in g0]
+    tol = ctx.mpf(10) ** (-(ctx.dps - 5))
+    g, outs, res, it = newton_mp(mpsys, g, z, eps, tol)
+    if not res < tol:
+        raise ConvergenceError(
+            f"Newton's method on the Dyson equation did not converge at z = {ctx.nstr(z, 15)}: residual "
+            f"{ctx.nstr(res, 5)} after {it} iterations at {ctx.dps} working digits (asked for {dps}); "
+            f"the point may be on or very near a support edge",
+            point=z,
+            residual=res,
+            dps=dps,
+        )
+    if z.imag > 0:
+        bound = ctx.mpf(10) ** (-dps)
+        for x in outs:
+            if x.imag > bound * (1 + abs(x)):
+                raise ConvergenceError(
+                    f"the solution at z = {ctx.nstr(z, 15)} lies in the wrong half-plane (Im G = "
+                    f"{ctx.nstr(x.imag, 5)} > 0): a wrong branch was reached; refusing to return it",
+                    point=z,
+                    residual=res,
+                    dps=dps,
+                )
+    return DysonSolution(z, tuple(g), tuple(outs), res, it, dps, "newton-mpmath", True)

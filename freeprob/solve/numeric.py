@@ -1,0 +1,228 @@
+"""Numeric form of a fully substituted :class:`DysonSystem`.
+
+The one crossing from exact sympy numbers to floating point: to complex128
+arrays for the vectorized path, or to numbers of a given mpmath context for
+the high-precision path. Both evaluate the same map
+
+    Phi(g) = read( (Lambda(z, eps) - B - eta(g))^{-1} )
+
+and its Jacobian ``dPhi = read(F (d eta) F)``.
+"""
+
+from dataclasses import dataclass
+
+import numpy as np
+import sympy
+
+from .._errors import DomainError
+from .._precision import to_mpc
+
+__all__ = ["FastSystem", "MPSystem", "fast_system", "mp_system"]
+
+
+def _check_numeric(system):
+    if system.symbols:
+        names = ", ".join(map(str, system.symbols))
+        raise DomainError(f"the system still depends on {names}: give values for these ratios or parameters")
+
+
+def _complex(c):
+    c = sympy.sympify(c)
+    v = complex(c.evalf(20))
+    return v
+
+
+@dataclass(frozen=True)
+class _Space:
+    k: int
+    u: np.ndarray  # bool mask of u rows
+    b: np.ndarray  # (k, k) complex
+    eta_map: tuple  # (used unknowns, flat positions, matrix): -eta_flat[pos] = g[:, used] @ matrix
+    ti: np.ndarray
+    tj: np.ndarray
+    tk: np.ndarray
+    tc: np.ndarray
+    rk: np.ndarray  # unknowns read in this space
+    rp: np.ndarray
+    rq: np.ndarray
+    base: np.ndarray  # -B flattened
+    zpat: np.ndarray  # flattened diagonal pattern of the u rows
+    epat: np.ndarray  # flattened diagonal pattern of the other rows
+
+
+class FastSystem:
+    """complex128 arrays of a Dyson system, for many points at once."""
+
+    def __init__(self, system):
+        _check_numeric(system)
+        self.system = system
+        r = system.n_unknowns
+        self.r = r
+        spaces = []
+        for k, u, b, terms, reads in system.block_data(_complex):
+            u = np.array(u, bool)
+            b = np.array(b, dtype=complex).reshape(k, k)
+            ti = np.array([t[0] for t in terms], int)
+            tj = np.array([t[1] for t in terms], int)
+            tk = np.array([t[2] for t in terms], int)
+            tc = np.array([t[3] for t in terms], complex)
+            # -eta at the few positions it touches: g[:, used] @ emap -> (P, len(pos))
+            pos = sorted({i * k + j for i, j, _, _ in terms})
+            used = sorted({kk for _, _, kk, _ in terms})
+            emap = np.zeros((len(used), len(pos)), complex)
+            for i, j, kk, c in terms:
+                emap[used.index(kk), pos.index(i * k + j)] -= c
+            zpat = np.zeros(k * k)
+            zpat[np.arange(k) * (k + 1)] = u
+            epat = np.zeros(k * k)
+            epat[np.arange(k) * (k + 1)] = ~u
+            spaces.append(
+                _Space(
+                    k, u, b, (np.array(used, int), np.array(pos, int), emap), ti, tj, tk, tc,
+                    np.array([x[0] for x in reads], int),
+                    np.array([x[1] for x in reads], int),
+                    np.array([x[2] for x in reads], int),
+                    -b.reshape(-1),
+                    zpat,
+                    epat,
+                )
+            )
+        self.spaces = spaces
+        self.outputs = tuple(system.u)
+        # indicator (nt, r) per space for the Jacobian scatter
+        self._ind = []
+        for sp in spaces:
+            ind = np.zeros((len(sp.tk), r))
+            ind[np.arange(len(sp.tk)), sp.tk] = 1.0
+            self._ind.append(ind)
+
+    def inverses(self, g, z, eps):
+        """Per space, ``F_s = (Lambda - B - eta(g))^{-1}`` for all points: list of (P, k, k)."""
+        out = []
+        for sp in self.spaces:
+            k = sp.k
+            used, pos, emap = sp.eta_map
+            a = np.broadcast_to(sp.base, (g.shape[0], k * k)).copy()
+            if len(pos):
+                a[:, pos] += g[:, used] @ emap
+            a += z[:, None] * sp.zpat
+            a += (1j * eps)[:, None] * sp.epat
+            out.append(_inv(a.reshape(-1, k, k)))
+        return out
+
+    def phi(self, g, z, eps, jacobian=False):
+        """``Phi(g)`` (P, r), the outputs (P, n_u) and optionally ``dPhi`` (P, r, r)."""
+        fs = self.inverses(g, z, eps)
+        P = g.shape[0]
+        phi = np.zeros((P, self.r), complex)
+        jac = np.zeros((P, self.r, self.r), complex) if jacobian else None
+        for sp, f, ind in zip(self.spaces, fs, self._ind):
+            if len(sp.rk):
+                phi[:, sp.rk] = f[:, sp.rp, sp.rq]
+        if jacobian:
+            for s, (sp, f) in enumerate(zip(self.spaces, fs)):
+                if not len(sp.rk):
+                    continue
+                # contributions of eta terms written in this space to unknowns read in this space
+                if len(sp.ti):
+                    left = f[:, sp.rp, :][:, :, sp.ti]  # (P, nr, nt)
+                    right = np.transpose(f[:, sp.tj, :][:, :, sp.rq], (0, 2, 1))  # (P, nr, nt)
+                    contrib = (left * right * sp.tc[None, None, :]) @ self._ind[s]
+                    jac[:, sp.rk, :] += contrib
+        outs = np.stack([fs[s][:, i, i] for s, i in self.outputs], axis=1)
+        return phi, outs, jac
+
+
+def _inv(a):
+    """Batched inverse; singular points give NaN instead of failing the batch."""
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        out = np.full_like(a, np.nan)
+        for i in range(a.shape[0]):
+            try:
+                out[i] = np.linalg.inv(a[i])
+            except np.linalg.LinAlgError:
+                pass
+        return out
+
+
+def fast_system(system):
+    """The :class:`FastSystem` of a fully substituted Dyson system."""
+    return FastSystem(system)
+
+
+class MPSystem:
+    """A Dyson system at the precision of an mpmath context, for one point at a time.
+
+    The linear algebra runs in python-flint's ``acb_mat`` (ball arithmetic in
+    C, far faster than mpmath matrices) at the context's precision plus 20
+    bits, entered through ``flint.ctx.workprec`` so flint's own precision is
+    restored afterwards; numbers cross back to the mpmath context as the balls'
+    midpoints. A matrix that is singular within the working precision raises
+    :class:`~freeprob.ConvergenceError`.
+    """
+
+    def __init__(self, system, ctx):
+        import flint
+
+        _check_numeric(system)
+        self.system = system
+        self.ctx = ctx
+        self.r = system.n_unknowns
+        self.prec = ctx.prec + 20
+        self.spaces = []
+        with flint.ctx.workprec(self.prec):
+            for k, u, b, terms, reads in system.block_data(lambda c: flint.acb(to_mpc(ctx, c))):
+                self.spaces.append((k, u, [[-x for x in row] for row in b], terms, reads))
+        self.outputs = tuple(system.u)
+
+    def _mpc(self, x):
+        return self.ctx.make_mpc((x.real.mid()._mpf_, x.imag.mid()._mpf_))
+
+    def phi(self, g, z, eps, jacobian=False):
+        """``Phi(g)``, outputs and optionally the Jacobian, as lists of mpc."""
+        import flint
+
+        from .._errors import ConvergenceError
+
+        r = self.r
+        with flint.ctx.workprec(self.prec):
+            gb = [flint.acb(self.ctx.mpc(x)) for x in g]
+            zb = flint.acb(self.ctx.mpc(z))
+            eb = flint.acb(0, flint.arb(self.ctx.mpf(eps)))
+            zero = flint.acb(0)
+            phi = [zero] * r
+            jac = [[zero] * r for _ in range(r)] if jacobian else None
+            fs = []
+            for k, u, base, terms, reads in self.spaces:
+                a = flint.acb_mat(base)
+                for i in range(k):
+                    a[i, i] += zb if u[i] else eb
+                for i, j, kk, c in terms:
+                    a[i, j] -= c * gb[kk]
+                try:
+                    f = a.inv()
+                except ZeroDivisionError:
+                    raise ConvergenceError(
+                        f"the Dyson matrix is singular within {self.ctx.dps} digits at z = {self.ctx.nstr(z, 15)}",
+                        point=z,
+                    ) from None
+                fs.append(f)
+                for kk, p, q in reads:
+                    phi[kk] = f[p, q]
+                if jacobian:
+                    for kk, p, q in reads:
+                        row = jac[kk]
+                        for i, j, k2, c in terms:
+                            row[k2] += c * f[p, i] * f[j, q]
+            outs = [self._mpc(fs[s][i, i]) for s, i in self.outputs]
+            phi = [self._mpc(x) for x in phi]
+            if jacobian:
+                jac = [[self._mpc(x) for x in row] for row in jac]
+        return phi, outs, jac
+
+
+def mp_system(system, ctx):
+    """The :class:`MPSystem` of a fully substituted Dyson system in the context ``ctx``."""
+    return MPSystem(system, ctx)

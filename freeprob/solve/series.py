@@ -1,0 +1,229 @@
+"""Moments from the Dyson equation as a power series at infinity.
+
+With ``w = 1/z`` and ``D_w = diag(w on the u rows, 1 elsewhere)``, the Dyson
+equation ``G = (Lambda - B - eta(G))^{-1}`` reads ``N(w) G(w) = D_w`` with
+``N(w) = E_u + D_w C(w)``, ``C = -B - eta(G)``. Order 0 is a small fixed point
+(solved by iteration, which terminates for the nilpotent pencils freeprob
+builds); each higher order is one linear solve with a fixed matrix. The
+``u``-row entries of ``G`` give the moments: ``G(z) = sum m_k z^(-k-1)``.
+
+Arithmetic is exact (sympy domains: rationals or algebraic number fields)
+when every coefficient of the system is algebraic, and mpmath otherwise.
+"""
+
+import sympy
+from sympy.polys.constructor import construct_domain
+
+from .._errors import ConvergenceError
+
+__all__ = ["series_coefficients", "system_domain"]
+
+
+def system_domain(system, symbolic=False):
+    """A sympy domain holding every coefficient of ``system`` exactly, or None.
+
+    With ``symbolic=True`` a system whose coefficients are rational functions
+    of symbols (over the rationals or an algebraic number field) gets the
+    fraction field ``K(symbols)``; square roots of symbols are not rational
+    functions (replace them by symbols first).
+    """
+    coeffs = []
+    for m in system.b:
+        coeffs.extend(m)
+    coeffs.extend(c for *_, c in system.eta)
+    coeffs = [sympy.nsimplify(c) if c.is_Float else c for c in map(sympy.sympify, coeffs)]
+    try:
+        dom, _ = construct_domain(coeffs, extension=True, field=bool(symbolic))
+    except (sympy.polys.polyerrors.PolynomialError, NotImplementedError, ValueError):
+        return None
+    if dom.is_QQ or dom.is_ZZ or dom.is_AlgebraicField:
+        return dom
+    if symbolic and (dom.is_FractionField or dom.is_PolynomialRing):
+        ground = dom.domain
+        if ground.is_QQ or ground.is_ZZ or ground.is_AlgebraicField:
+            return dom.get_field()
+    return None
+
+
+def _inverse(a, zero, one, numeric):
+    """Gauss-Jordan inverse of a square list-of-lists matrix."""
+    n = len(a)
+    m = [list(row) + [one if i == j else zero for j in range(n)] for i, row in enumerate(a)]
+    for col in range(n):
+        if numeric:
+            piv = max(range(col, n), key=lambda r: abs(m[r][col]))
+            if m[piv][col] == 0:
+                raise ZeroDivisionError("singular matrix")
+        else:
+            piv = next((r for r in range(col, n) if m[r][col] != zero), None)
+            if piv is None:
+                raise ZeroDivisionError("singular matrix")
+        m[col], m[piv] = m[piv], m[col]
+        p = m[col][col]
+        inv_p = one / p
+        m[col] = [x * inv_p for x in m[col]]
+        for r in range(n):
+            if r != col and m[r][col] != zero:
+                f = m[r][col]
+                m[r] = [x - f * y for x, y in zip(m[r], m[col])]
+    return [row[n:] for row in m]
+
+
+def _matmul(a, b, zero):
+    n, k, p = len(a), len(b), len(b[0]) if b else 0
+    out = []
+    # truthiness, not ``!= zero``: the same test for domain elements and mpc,
+    # and far cheaper than mpmath's rich comparison
+    for i in range(n):
+        ai = a[i]
+        nz = [t for t in range(k) if ai[t]]
+        row = []
+        for j in range(p):
+            s = zero
+            for t in nz:
+                btj = b[t][j]
+                if btj:
+                    s = s + ai[t] * btj
+            row.append(s)
+        out.append(row)
+    return out
+
+
+def _add(a, b):
+    return [[x + y for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
+
+
+def _sub(a, b):
+    return [[x - y for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
+
+
+def series_coefficients(system, order, ctx=None, domain=None):
+    """Coefficients ``G_0, ..., G_order`` (of ``w^k``) of the ``u``-row outputs.
+
+    Parameters
+    ----------
+    system : DysonSystem
+        Fully substituted.
+    order : int
+    ctx : mpmath context, optional
+        Numeric arithmetic in this context; by default exact when possible.
+    domain : sympy domain, optional
+        Exact arithmetic in this domain (for instance ``system_domain(system,
+        symbolic=True)``, a fraction field, for coefficients with symbols).
+
+    Returns
+    -------
+    coeffs : list of list
+        ``coeffs[k][a]`` is the coefficient of ``w^k`` of output ``a``
+        (sympy numbers when exact, mpc otherwise).
+    exact : bool
+    """
+    dom = None if ctx is not None else (domain if domain is not None else system_domain(system))
+    if dom is None and ctx is None:
+        raise ValueError("the system has non-algebraic coefficients: give an mpmath context")
+    numeric = dom is None
+    if numeric:
+        conv = lambda c: ctx.mpc(*[_mp(ctx, x) for x in sympy.sympify(c).as_real_imag()])  # noqa: E731
+        zero, one = ctx.mpc(0), ctx.mpc(1)
+        tol = ctx.mpf(10) ** (-(ctx.dps - 3))
+    else:
+        conv = lambda c: dom.from_sympy(sympy.nsimplify(c) if sympy.sympify(c).is_Float else sympy.sympify(c))  # noqa: E731
+        zero, one = dom.zero, dom.one
+    r = system.n_unknowns
+    spaces = system.block_data(conv)
+
+    def eta(s, g):
+        k = spaces[s][0]
+        m = [[zero] * k for _ in range(k)]
+        for i, j, kk, c in spaces[s][3]:
+            m[i][j] = m[i][j] + c * g[kk]
+        return m
+
+    def read(gs):
+        out = [zero] * r
+        for s, (k, u, b, terms, reads) in enumerate(spaces):
+            for kk, p, q in reads:
+                out[kk] = gs[s][p][q]
+        return out
+
+    def c0(s, g):
+        k, u, b, _, _ = spaces[s]
+        e = eta(s, g)
+        return [[-b[i][j] - e[i][j] for j in range(k)] for i in range(k)]
+
+    def n0(s, g):
+        k, u, *_ = spaces[s]
+        c = c0(s, g)
+        return [[(one if i == j else zero) if u[i] else c[i][j] for j in range(k)] for i in range(k)]
+
+    def er(s):
+        k, u, *_ = spaces[s]
+        return [[(one if (i == j and not u[i]) else zero) for j in range(k)] for i in range(k)]
+
+    # order 0: fixed point
+    g0 = [zero] * r
+    for it in range(500):
+        n0inv = [_inverse(n0(s, g0), zero, one, numeric) for s in range(len(spaces))]
+        gs0 = [_matmul(n0inv[s], er(s), zero) for s in range(len(spaces))]
+        new = read(gs0)
+        if numeric:
+            done = max([abs(a - b) for a, b in zip(new, g0)] + [ctx.mpf(0)]) < tol
+        else:
+            done = new == g0
+        g0 = new
+        if done:
+            break
+    else:
+        raise ConvergenceError("the series at infinity did not settle at order 0 after 500 iterations")
+    n0inv = [_inverse(n0(s, g0), zero, one, numeric) for s in range(len(spaces))]
+    G = [[_matmul(n0inv[s], er(s), zero) for s in range(len(spaces))]]
+    gser = [read(G[0])]
+    C = [[c0(s, g0) for s in range(len(spaces))]]
+
+    def unit(m):
+        v = [zero] * r
+        v[m] = one
+        return v
+
+    # K[:, m] = read(N0^{-1} E_r T_m G_0)
+    kmat = [[zero] * r for _ in range(r)]
+    for m in range(r):
+        gm = unit(m)
+        cols = read([_matmul(n0inv[s], _matmul(er(s), _matmul(eta(s, gm), G[0][s], zero), zero), zero) for s in range(len(spaces))])
+        for a in range(r):
+            kmat[a][m] = cols[a]
+    ik = _inverse([[(one if a == b else zero) - kmat[a][b] for b in range(r)] for a in range(r)], zero, one, numeric) if r else []
+
+    def eu(s):
+        k, u, *_ = spaces[s]
+        return [[(one if (i == j and u[i]) else zero) for j in range(k)] for i in range(k)]
+
+    for order_k in range(1, order + 1):
+        xs = []
+        for s in range(len(spaces)):
+            k = spaces[s][0]
+            rhs = eu(s) if order_k == 1 else [[zero] * k for _ in range(k)]
+            rhs = _sub(rhs, _matmul(eu(s), _matmul(C[order_k - 1][s], G[0][s], zero), zero))
+            for j in range(1, order_k):
+                nj = _add(_matmul(er(s), C[j][s], zero), _matmul(eu(s), C[j - 1][s], zero))
+                rhs = _sub(rhs, _matmul(nj, G[order_k - j][s], zero))
+            xs.append(_matmul(n0inv[s], rhs, zero))
+        rx = read(xs)
+        gk = [sum((ik[a][b] * rx[b] for b in range(r)), zero) for a in range(r)]
+        gks = [
+            _add(xs[s], _matmul(n0inv[s], _matmul(er(s), _matmul(eta(s, gk), G[0][s], zero), zero), zero))
+            for s in range(len(spaces))
+        ]
+        G.append(gks)
+        gser.append(gk)
+        C.append([[[-x for x in row] for row in eta(s, gk)] for s in range(len(spaces))])
+    outs = [[G[k][s][i][i] for s, i in system.u] for k in range(order + 1)]
+    if not numeric:
+        outs = [[dom.to_sympy(x) for x in row] for row in outs]
+    return outs, not numeric
+
+
+def _mp(ctx, x):
+    x = sympy.sympify(x)
+    num = sympy.Float(x.evalf(ctx.dps + 5), ctx.dps + 5)
+    return ctx.make_mpf(num._mpf_)
