@@ -7,13 +7,14 @@ computation in freeprob runs in a context made by :func:`context`.
 import mpmath
 import sympy
 
+from ._errors import DomainError
+from ._numbers import read_number
+
 __all__ = ["exact", "context", "guard_digits", "to_mpc", "to_mpf", "fmt", "mp_to_str", "check_dps"]
 
 
 def check_dps(dps):
     """Return ``dps`` as an int, or raise :class:`DomainError` if it is not a positive count of digits."""
-    from ._errors import DomainError
-
     if isinstance(dps, bool) or not isinstance(dps, (int,)) and not (
         hasattr(dps, "__index__")
     ):
@@ -45,24 +46,23 @@ def context(dps):
     return ctx
 
 
-def exact(value):
+def exact(value, what="value"):
     """An exact sympy number from an int, float (its shortest decimal), str or sympy value.
 
-    >>> exact("0.2"), exact(0.1), exact("1/3")
-    (1/5, 1/10, 1/3)
+    Strings are read by the whitelisted grammar (:func:`freeprob._numbers.read_number`),
+    never evaluated.
+
+    >>> exact("0.2"), exact(0.1), exact("1/3"), exact("1+2j")
+    (1/5, 1/10, 1/3, 1 + 2*I)
     """
-    if isinstance(value, float):
-        return sympy.Rational(repr(value))
-    if isinstance(value, str):
-        return sympy.sympify(value.replace("j", "*I") if value.rstrip().endswith("j") else value, rational=True)
-    return sympy.sympify(value)
+    if isinstance(value, sympy.Basic) and isinstance(value, sympy.Expr) and value.is_number:
+        return value
+    return read_number(value, what=what, real=False)
 
 
 def to_mpf(ctx, value):
     """Convert an exact sympy number (or int, str, float) to an mpf of ``ctx`` at its precision."""
     value = exact(value)
-    if not value.is_number:
-        raise TypeError(f"cannot convert the non-numeric expression {value} to a number")
     num = sympy.Float(value.evalf(ctx.dps + 5), ctx.dps + 5)
     return ctx.make_mpf(num._mpf_)
 

@@ -10,7 +10,8 @@ import numpy as np
 import sympy
 
 from ._errors import ConvergenceError, DomainError, EliminationError
-from .expr.tree import Expr, as_scalar, leaves
+from ._numbers import read_number
+from .expr.tree import Expr, leaves
 from .reduce.reduction import Reduction
 from .solve.numeric import FastSystem, MPSystem
 from ._precision import check_dps, context, guard_digits, to_mpc, to_mpf
@@ -27,15 +28,7 @@ POLYNOMIAL_MAX_UNKNOWNS = 16
 
 
 def _exact_value(value, what):
-    if isinstance(value, sympy.Basic):
-        v = sympy.sympify(value)
-    else:
-        v = as_scalar(value, what)
-    if not v.is_number:
-        raise DomainError(f"{what} must be a number, got {value!r}")
-    if v.is_real is False:
-        raise DomainError(f"{what} must be real, got {value!r}")
-    return v
+    return read_number(value, what=what)
 
 
 def _symbol_map(expr):

@@ -34,7 +34,7 @@ import mpmath
 import sympy
 
 from .._errors import ConvergenceError, DomainError
-from .._numbers import _check_structure, _exact_value, parse_nonlinearity
+from .._numbers import check_structure, parse_nonlinearity, read_number
 from .._precision import check_dps, context, guard_digits, mp_to_str, to_mpf
 
 __all__ = [
@@ -300,7 +300,7 @@ class GaussianEquivalent:
             if name not in by_name:
                 raise DomainError(f"{name!r} is not a parameter of f = {self.f}; parameters: "
                                   f"{[p.name for p in self.params]}")
-            subs[by_name[name]] = _exact_value(name, val)
+            subs[by_name[name]] = read_number(val, what=f"parameter {name!r}")
         missing = [p.name for p in self.params if p not in subs]
         if missing:
             raise DomainError(f"parameters {missing} of f = {self.f} need numeric values to evaluate")
@@ -440,7 +440,7 @@ def gaussian_equivalent(f, x="x", params=None, *, positive=(), dps=30, method="a
         syms = tuple(sorted(expr.free_symbols - {xsym}, key=lambda s: s.name))
         if len({s.name for s in syms} | {xsym.name}) != len(syms) + 1:
             raise DomainError(f"f = {f} has several symbols with the same name")
-        _check_structure(expr, xsym, syms, f"f = {f}")
+        check_structure(expr, xsym, syms, f"f = {f}")
     else:
         raise DomainError(f"f must be a string or a sympy expression, got {type(f).__name__}")
     by_name = {s.name: s for s in syms}
@@ -454,7 +454,7 @@ def gaussian_equivalent(f, x="x", params=None, *, positive=(), dps=30, method="a
         if name not in by_name:
             raise DomainError(f"{name!r} is not a parameter of f = {expr}; parameters: {sorted(by_name)}")
         if val is not None:
-            v = _exact_value(name, val)
+            v = read_number(val, what=f"parameter {name!r}")
             if name in positive and not v.is_positive:
                 raise DomainError(f"parameter {name!r} is declared positive, got {val!r}")
             values[by_name[name]] = v

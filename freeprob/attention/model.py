@@ -45,7 +45,7 @@ from pathlib import Path
 import sympy
 
 from .._errors import DomainError, FreeProbError, RegimeError, ShapeError
-from ..expr.tree import as_scalar
+from .._numbers import read_number
 
 __all__ = [
     "PATTERNS",
@@ -292,13 +292,7 @@ def _positive_int(name, value):
 
 
 def _exact_number(value, what):
-    try:
-        v = as_scalar(value, what)
-    except TypeError as exc:
-        raise DomainError(str(exc)) from None
-    if not v.is_number or v.is_real is not True or not v.is_finite:
-        raise DomainError(f"{what} must be a finite real number, got {value!r}")
-    return v
+    return read_number(value, what=what)
 
 
 def _beta_value(beta):

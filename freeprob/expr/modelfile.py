@@ -19,9 +19,10 @@
     shape = ["p", "n"]
     variance = "1"                      # an expression in dimensions and parameters
 
-Expressions are parsed with :mod:`ast` and evaluated node by node over a
-whitelist (numbers, names, ``+ - * / ** @``, ``.T``, ``sqrt``, ``exp``,
-``log``, ``pi``, ``E``); nothing is passed to ``eval``. Numbers are exact:
+Expressions are read by the scalar grammar of :mod:`freeprob._numbers`
+(numbers, declared names, ``+ - * / **``, ``pi``, ``E``, the whitelisted
+functions ``sqrt``, ``exp``, ``log``, ...) extended with ``@`` and ``.T``
+(:class:`MatrixGrammar`); nothing is passed to ``eval``. Numbers are exact:
 ``0.5`` is ``1/2``; a value may also be a string such as ``"1/3"``.
 """
 
@@ -32,13 +33,12 @@ from pathlib import Path
 import sympy
 
 from .._errors import DomainError, ModelFileError, ShapeError
+from .._numbers import ScalarGrammar, read_number
 from .tree import Expr, Matrix, as_scalar
 from ..reduce.reduction import LAWS
 
 __all__ = ["Model", "load_model", "parse_model", "parse_expression", "builtin_models", "find_model"]
 
-_FUNCS = {"sqrt": sympy.sqrt, "exp": sympy.exp, "log": sympy.log}
-_CONSTS = {"pi": sympy.pi, "E": sympy.E}
 _KEYS = {"name", "description", "law", "expression", "dimensions", "parameters", "matrices"}
 
 
@@ -71,7 +71,7 @@ class Model:
                 known = ", ".join(sorted(by_name)) or "none"
                 raise DomainError(f"--set {key}: model {self.name} has no dimension or parameter {key} (known: {known})")
             sym = by_name[key]
-            v = as_scalar(value, f"--set {key}")
+            v = read_number(value, what=f"--set {key}")
             if sym in ratios:
                 if not v.is_number or not v > 0:
                     raise DomainError(f"--set {key}={value}: a ratio must be a positive number")
@@ -85,72 +85,72 @@ def _fail(where, key, msg):
     raise ModelFileError(f"{where}: [{key}] {msg}")
 
 
+class MatrixGrammar(ScalarGrammar):
+    """The scalar grammar of :mod:`freeprob._numbers` plus matrices, ``@`` and ``.T``.
+
+    Errors are :class:`ModelFileError` naming the file and the key.
+    """
+
+    def __init__(self, names, where, key):
+        super().__init__(names, what=f"{where}: [{key}]")
+        self.where, self.key = where, key
+
+    def error(self, message):
+        return ModelFileError(f"{self.what} {message}")
+
+    def unknown_name(self, name):
+        return f"unknown name {name!r}: declare it under [matrices], [dimensions] or [parameters],"
+
+    def eval_Attribute(self, node):
+        if node.attr != "T":
+            self.fail(f"only the attribute .T is allowed, got .{node.attr}")
+        val = self.eval(node.value)
+        if not isinstance(val, Expr):
+            self.fail(f".T applies to a matrix, got the scalar {val}")
+        return val.T
+
+    def binop(self, op, a, b):
+        if not (isinstance(a, Expr) or isinstance(b, Expr)):
+            if isinstance(op, ast.MatMult):
+                self.fail("'@' needs two matrices")
+            return super().binop(op, a, b)
+        try:
+            if isinstance(op, ast.Add):
+                return a + b
+            if isinstance(op, ast.Sub):
+                return a - b
+            if isinstance(op, ast.Mult):
+                if isinstance(a, Expr) and isinstance(b, Expr):
+                    self.fail("'*' between two matrices: use '@' for the matrix product")
+                return a * b
+            if isinstance(op, ast.Div):
+                if isinstance(b, Expr):
+                    self.fail(f"cannot divide by the matrix {b}")
+                return a / b
+            if isinstance(op, ast.MatMult):
+                if not (isinstance(a, Expr) and isinstance(b, Expr)):
+                    self.fail("'@' needs two matrices")
+                return a @ b
+            if isinstance(op, ast.Pow):
+                self.fail("'**' applies to scalars only (write matrix products with '@')")
+        except ShapeError as exc:
+            raise ShapeError(f"{self.where}: [{self.key}] {exc}") from None
+        except (TypeError, DomainError) as exc:
+            self.fail(str(exc))
+        self.fail(f"the operator {type(op).__name__} is not allowed")
+
+    def call(self, name, args):
+        for a in args:
+            if isinstance(a, Expr):
+                self.fail(f"{name} applies to scalars, not to the matrix {a}")
+        return super().call(name, args)
+
+
 def parse_expression(text, names, where="expression", key="expression"):
     """Evaluate ``text`` safely over ``names`` (matrices and scalar symbols)."""
-    try:
-        tree = ast.parse(text, mode="eval")
-    except SyntaxError as exc:
-        _fail(where, key, f"cannot parse {text!r}: {exc.msg}")
-
-    def ev(node):
-        if isinstance(node, ast.Expression):
-            return ev(node.body)
-        if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
-            return as_scalar(node.value)
-        if isinstance(node, ast.Name):
-            if node.id in names:
-                return names[node.id]
-            if node.id in _CONSTS:
-                return _CONSTS[node.id]
-            _fail(where, key, f"unknown name {node.id!r} in {text!r}: declare it under [matrices], [dimensions] or [parameters]")
-        if isinstance(node, ast.Attribute):
-            if node.attr != "T":
-                _fail(where, key, f"only the attribute .T is allowed, got .{node.attr} in {text!r}")
-            val = ev(node.value)
-            if not isinstance(val, Expr):
-                _fail(where, key, f".T applies to a matrix, got the scalar {val} in {text!r}")
-            return val.T
-        if isinstance(node, ast.UnaryOp) and isinstance(node.op, (ast.USub, ast.UAdd)):
-            val = ev(node.operand)
-            return -val if isinstance(node.op, ast.USub) else val
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS or len(node.args) != 1 or node.keywords:
-                _fail(where, key, f"only sqrt(x), exp(x) and log(x) may be called, in {text!r}")
-            arg = ev(node.args[0])
-            if isinstance(arg, Expr):
-                _fail(where, key, f"{node.func.id} applies to scalars, not to the matrix {arg}")
-            return _FUNCS[node.func.id](arg)
-        if isinstance(node, ast.BinOp):
-            a, b = ev(node.left), ev(node.right)
-            op = node.op
-            try:
-                if isinstance(op, ast.Add):
-                    return a + b
-                if isinstance(op, ast.Sub):
-                    return a - b
-                if isinstance(op, ast.Mult):
-                    if isinstance(a, Expr) and isinstance(b, Expr):
-                        _fail(where, key, f"'*' between two matrices in {text!r}: use '@' for the matrix product")
-                    return a * b
-                if isinstance(op, ast.Div):
-                    if isinstance(b, Expr):
-                        _fail(where, key, f"cannot divide by the matrix {b} in {text!r}")
-                    return a / b
-                if isinstance(op, ast.MatMult):
-                    if not (isinstance(a, Expr) and isinstance(b, Expr)):
-                        _fail(where, key, f"'@' needs two matrices in {text!r}")
-                    return a @ b
-                if isinstance(op, ast.Pow):
-                    if isinstance(a, Expr) or isinstance(b, Expr):
-                        _fail(where, key, f"'**' applies to scalars only in {text!r} (write matrix products with '@')")
-                    return a ** b
-            except ShapeError as exc:
-                raise ShapeError(f"{where}: [{key}] {exc}") from None
-            except TypeError as exc:
-                _fail(where, key, f"{exc} in {text!r}")
-        _fail(where, key, f"{type(node).__name__} is not allowed in {text!r}")
-
-    return ev(tree)
+    if not isinstance(text, str):
+        _fail(where, key, f"expected a string, got {text!r}")
+    return MatrixGrammar(names, where, key).parse(text)
 
 
 def _number(value, where, key):

@@ -17,12 +17,14 @@ Examples
 X @ X.T/n
 """
 
+import numbers
 from dataclasses import dataclass
 from typing import Tuple
 
 import sympy
 
 from .._errors import DomainError, ShapeError
+from .._numbers import read_scalar
 
 __all__ = [
     "dims",
@@ -61,24 +63,19 @@ def as_scalar(value, where="scalar"):
     """Convert a Python or sympy number/expression to an exact sympy scalar.
 
     Floats are read through their shortest decimal representation
-    (``0.1 -> 1/10``), so that the symbolic layer stays exact.
+    (``0.1 -> 1/10``), so that the symbolic layer stays exact; strings are
+    read by the whitelisted grammar (:func:`freeprob._numbers.read_scalar`),
+    never evaluated.
     """
     if isinstance(value, Expr):
         raise TypeError(f"{where}: expected a scalar, got the matrix expression {value}")
     if isinstance(value, bool):
         raise TypeError(f"{where}: expected a scalar, got {value!r}")
-    if isinstance(value, float):
-        return sympy.Rational(repr(value))
     if isinstance(value, complex):
         raise DomainError(f"{where}: complex scalars are not supported (got {value!r}); models are real")
-    try:
-        out = sympy.sympify(value, strict=not isinstance(value, str))
-    except (sympy.SympifyError, TypeError) as exc:
-        raise TypeError(f"{where}: cannot read {value!r} as a scalar") from exc
-    if not isinstance(out, sympy.Expr):
-        raise TypeError(f"{where}: {value!r} is not a scalar expression")
-    out = out.replace(lambda e: isinstance(e, sympy.Float), lambda e: sympy.Rational(str(e)))
-    return out
+    if not isinstance(value, (str, numbers.Number, sympy.Basic)) and type(value).__name__ != "mpf":
+        raise TypeError(f"{where}: cannot read {value!r} as a scalar")
+    return read_scalar(value, what=where)
 
 
 class Expr:

@@ -39,6 +39,7 @@ import sympy
 from .elimination import G_SYM, Z_SYM, ReducedSystem, eliminate
 from .._deadline import call_with_deadline
 from .._errors import ConvergenceError, DomainError, EliminationError
+from .._numbers import read_number
 from .._precision import check_dps, context, exact, guard_digits, to_mpf
 from .algebraic import AlgebraicLaw
 from .curves import at_infinity, moments_at_infinity, vanishing_order
@@ -370,14 +371,8 @@ def polynomial_law(law, budget_seconds=60):
 # --------------------------------------------------------------------------
 
 def _exact_point(z):
-    """Inputs read as :class:`SpectralLaw` reads them: floats through their shortest decimal string."""
-    if isinstance(z, complex):  # numpy's complex128 too
-        return exact(float(z.real)) + sympy.I * exact(float(z.imag))
-    if isinstance(z, float):  # numpy's float64 too
-        return exact(float(z))
-    if isinstance(z, int):
-        return sympy.Integer(z)
-    return z
+    """A user point, read exactly (floats through their shortest decimal string)."""
+    return read_number(z, what="the point", real=False)
 
 
 def polynomial_cauchy(law, z, dps=15):

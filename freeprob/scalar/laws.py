@@ -33,6 +33,7 @@ from functools import cached_property
 import sympy
 
 from .._errors import DomainError
+from .._numbers import read_number, read_scalar
 from .._precision import check_dps, context, to_mpc, to_mpf
 from .curves import (
     NumericBivariate,
@@ -68,13 +69,8 @@ _NUMERIC_MOMENTS = 8
 # --------------------------------------------------------------------------
 
 def _param(value, name, positive=False):
-    """An exact sympy parameter: floats are read as the decimal they print as."""
-    if isinstance(value, float):
-        value = sympy.Rational(repr(value))
-    value = sympy.sympify(value)
-    floats = value.atoms(sympy.Float)
-    if floats:
-        value = value.xreplace({f: sympy.Rational(str(f)) for f in floats})
+    """An exact sympy parameter (a number, or a formula in symbols): floats are read as the decimal they print as."""
+    value = read_scalar(value, what=name)
     if value.is_extended_real is False:
         raise DomainError(f"{name} must be real, got {value}")
     if positive and value.is_positive is False:
@@ -83,29 +79,21 @@ def _param(value, name, positive=False):
 
 
 def _point(z, dps):
-    """A complex input; decimal strings are read at ``2 dps + 20`` digits, other inputs kept exact."""
-    if isinstance(z, str):
-        return context(2 * dps + 20).mpmathify(z.replace(" ", ""))
-    return z
+    """A complex input as an mpc, read exactly (strings by the whitelisted grammar)."""
+    kind = type(z).__name__
+    if kind in ("mpf", "mpc"):
+        return z
+    return to_mpc(context(2 * dps + 20), read_number(z, what="the point", real=False))
 
 
 def _real_point(x, dps):
-    """A real input as an mpf (exact for numbers; strings read at ``2 dps + 20`` digits)."""
+    """A real input as an mpf, read exactly."""
     x = _point(x, dps)
-    kind = type(x).__name__
-    if kind == "mpf":
-        return x
-    if isinstance(x, complex) or kind == "mpc":
+    if type(x).__name__ == "mpc":
         if x.imag != 0:
             raise DomainError(f"density needs a real point, got {x}")
         return x.real
-    ctx = context(2 * dps + 20)
-    if isinstance(x, (int, float)):
-        return ctx.mpf(x)
-    value = sympy.sympify(x)
-    if value.is_extended_real is False:
-        raise DomainError(f"density needs a real point, got {x}")
-    return to_mpf(ctx, value)
+    return x
 
 
 def _num(ctx, value, name):
