@@ -16,6 +16,7 @@ import sympy
 
 from .._errors import EliminationError, FreeProbError
 from .._precision import check_dps, context, mp_to_str, to_mpf
+from .common import model_of
 
 __all__ = ["polynomial_report", "moments_report", "add_closedform_parsers", "cmd_moments"]
 
@@ -186,9 +187,7 @@ def moments_report(law, k, exact=False, as_json=False, dps=15):
 
 def cmd_moments(args, out):
     """Handler of ``freeprob moments``."""
-    from .engine import _model
-
-    model = _model(args)
+    model = model_of(args)
     out.write(moments_report(model.law(), args.k, exact=args.exact, as_json=args.json, dps=args.dps) + "\n")
 
 

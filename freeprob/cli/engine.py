@@ -20,38 +20,18 @@ import sys
 import warnings
 
 import numpy as np
+import sympy
 
-from .._errors import FreeProbError
+from .. import FreeProbError, builtin_models, check, find_model
 from .._precision import context, mp_to_str
+from .attention import add_attention_parsers
+from .closedform import add_closedform_parsers, polynomial_report
+from .common import model_of, number_text
 
 __all__ = ["main", "build_parser"]
 
 
-def _sets(items):
-    out = {}
-    for item in items or []:
-        if "=" not in item:
-            raise FreeProbError(f"--set expects NAME=VALUE, got {item!r}")
-        k, v = item.split("=", 1)
-        out[k.strip()] = v.strip()
-    return out
-
-
-def _model(args):
-    from ..expr.modelfile import find_model
-
-    model = find_model(args.model)
-    overrides = _sets(getattr(args, "set", None))
-    return model.with_values(overrides) if overrides else model
-
-
-def _s(x, dps):
-    return mp_to_str(x, dps)
-
-
 def cmd_models(args, out):
-    from ..expr.modelfile import builtin_models, find_model
-
     rows = []
     for name in builtin_models():
         m = find_model(name)
@@ -64,18 +44,14 @@ def cmd_models(args, out):
 
 
 def cmd_equations(args, out):
-    model = _model(args)
+    model = model_of(args)
     law = model.law()
     if getattr(args, "polynomial", False):
-        from .closedform import polynomial_report
-
         out.write(polynomial_report(law, latex=args.latex, as_json=args.json) + "\n")
         return
     sysm = law.system
     if args.json:
         mats, g = sysm.matrices()
-        import sympy
-
         data = {
             "model": model.name,
             "law": model.law_kind,
@@ -106,7 +82,7 @@ def cmd_equations(args, out):
 
 
 def cmd_density(args, out):
-    model = _model(args)
+    model = model_of(args)
     law = model.law()
     dps = args.dps
     points = []
@@ -117,7 +93,7 @@ def cmd_density(args, out):
         x = tok
         d = law.density(x, dps=dps)
         g = law.cauchy(x, dps=dps)
-        points.append({"x": tok, "density": _s(d, dps), "cauchy": {"re": _s(g.real, dps), "im": _s(g.imag, dps)}})
+        points.append({"x": tok, "density": number_text(d, dps), "cauchy": {"re": number_text(g.real, dps), "im": number_text(g.imag, dps)}})
     if args.json:
         out.write(json.dumps({"model": model.name, "law": model.law_kind, "dps": dps, "points": points}, indent=2) + "\n")
     else:
@@ -138,7 +114,7 @@ def _grid(spec, law):
 
 
 def cmd_law(args, out):
-    model = _model(args)
+    model = model_of(args)
     law = model.law()
     dps = args.dps or 15
     support = law.support(dps=dps)
@@ -151,23 +127,21 @@ def cmd_law(args, out):
         grid = [{"x": f"{x:.10g}", "density": ("NaN" if np.isnan(d) else f"{d:.8g}")} for x, d in zip(xs, dens)]
     else:
         grid_digits = dps
-        grid = [{"x": f"{x:.10g}", "density": _s(law.density(f"{x:.10g}", dps=dps), dps)} for x in xs]
+        grid = [{"x": f"{x:.10g}", "density": number_text(law.density(f"{x:.10g}", dps=dps), dps)} for x in xs]
         dens = np.array([float(r["density"]) for r in grid])
 
     def mstr(m):
-        import sympy
-
         # decimal strings with the requested digits; exact rationals: `freeprob moments --exact`
         if isinstance(m, sympy.Basic):
-            return _s(context(dps + 5).mpf(sympy.N(m, dps + 5)), dps)
-        return _s(m, dps)
+            return number_text(context(dps + 5).mpf(sympy.N(m, dps + 5)), dps)
+        return number_text(m, dps)
 
     data = {
         "model": model.name,
         "law": model.law_kind,
         "dps": dps,
-        "support": [[_s(a, dps), _s(b, dps)] for a, b in support],
-        "atoms": [{"x": _s(x, dps), "mass": _s(m, dps)} for x, m in atoms],
+        "support": [[number_text(a, dps), number_text(b, dps)] for a, b in support],
+        "atoms": [{"x": number_text(x, dps), "mass": number_text(m, dps)} for x, m in atoms],
         "moments": [mstr(m) for m in moments],
         "grid_digits": grid_digits,
         "grid": grid,
@@ -223,9 +197,7 @@ def _plot_density(path, law, xs, dens, atoms, title):
 
 
 def cmd_check(args, out):
-    from ..montecarlo.check import check
-
-    model = _model(args)
+    model = model_of(args)
     law = model.law()
     rep = check(law, n=args.n, reps=args.reps, seed=args.seed)
     if args.plot:
@@ -308,9 +280,6 @@ def build_parser():
     s.add_argument("--reps", type=int, default=6)
     s.add_argument("--plot")
     s.set_defaults(func=cmd_check)
-
-    from .attention import add_attention_parsers
-    from .closedform import add_closedform_parsers
 
     add_closedform_parsers(sub)
     add_attention_parsers(sub)
