@@ -1,8 +1,8 @@
 """What every subcommand shares: the model argument, ``--set`` and number printing."""
 
-from .._errors import FreeProbError
+from .. import FreeProbError
 from .._precision import mp_to_str
-from ..expr.modelfile import find_model
+from .. import find_model
 
 __all__ = ["model_of", "number_text", "parse_sets"]
 

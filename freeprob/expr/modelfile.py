@@ -34,8 +34,7 @@ import sympy
 
 from .._errors import DomainError, ModelFileError, ShapeError
 from .._numbers import ScalarGrammar, read_number
-from .tree import Expr, Matrix, as_scalar
-from ..reduce.reduction import LAWS
+from .tree import LAWS, Expr, Matrix, as_scalar
 
 __all__ = ["Model", "load_model", "parse_model", "parse_expression", "builtin_models", "find_model"]
 

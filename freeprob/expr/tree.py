@@ -27,6 +27,7 @@ from .._errors import DomainError, ShapeError
 from .._numbers import read_scalar
 
 __all__ = [
+    "LAWS",
     "dims",
     "gaussian",
     "wigner",
@@ -46,6 +47,8 @@ __all__ = [
 ]
 
 KINDS = ("gaussian", "wigner", "identity")
+#: The spectral laws a model can ask for (part of a model's description).
+LAWS = ("eigenvalues", "squared-singular-values")
 
 
 def dims(names):

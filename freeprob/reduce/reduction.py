@@ -11,13 +11,12 @@ import sympy
 
 from .dyson import dyson_system
 from .._errors import NotSelfAdjointError
-from ..expr.tree import Expr, expand, transpose_word, word_str
+from ..expr.tree import LAWS, Expr, expand, transpose_word, word_str
 from .pencil import hermitization, linearize, symmetric_pencil
 from .scaling import normalize
 
 __all__ = ["LAWS", "Reduction", "check_symmetric"]
 
-LAWS = ("eigenvalues", "squared-singular-values")
 
 
 def check_symmetric(expr):
