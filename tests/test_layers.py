@@ -152,3 +152,15 @@ def test_layers_only_rise():
         for other in allowed:
             if other in RANKS:
                 assert RANKS[other] <= RANKS[mine], (mine, other)
+
+
+def test_architecture_page_states_this_rule():
+    """docs/architecture.md carries the same table, so the page cannot drift from the code."""
+    page = (ROOT.parent / "docs" / "architecture.md").read_text()
+    table = page.split("<!-- layers: begin -->")[1].split("<!-- layers: end -->")[0]
+    rows = [r.strip().strip("|").split("|") for r in table.strip().splitlines()[2:]]
+    stated = {}
+    for name, _, allowed in rows:
+        cells = {c.strip().strip("`") for c in allowed.split(",")}
+        stated[name.strip()] = set(ALLOWED) if cells == {"every layer"} else cells
+    assert stated == ALLOWED
