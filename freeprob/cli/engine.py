@@ -286,10 +286,49 @@ def build_parser():
     return p
 
 
+#: Exit codes (documented in the README): a result, a failed check verdict,
+#: bad input (or a value freeprob refuses to return unverified), an internal error.
+EXIT_OK, EXIT_VERDICT, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 3
+
+#: Options whose value may start with "-" (a negative point): argparse would take it for an option.
+_VALUE_OPTIONS = ("--at", "--grid", "--set")
+
+
+def _join_negative_values(argv):
+    """``--at -1,0.5`` -> ``--at=-1,0.5``, so a negative first value is a value, not an unknown option."""
+    out = []
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if arg in _VALUE_OPTIONS and i + 1 < len(argv) and argv[i + 1].startswith("-") and argv[i + 1][1:2] not in ("", "-") \
+                and not argv[i + 1][1:2].isalpha():
+            out.append(f"{arg}={argv[i + 1]}")
+            i += 2
+            continue
+        out.append(arg)
+        i += 1
+    return out
+
+
+def _report_error(args, exc, kind, out):
+    where = getattr(exc, "point", None)
+    hint = {
+        "input": "check the value named in the message",
+        "internal": "this is a bug in freeprob; please report it with the command line",
+    }[kind]
+    if getattr(args, "json", False):
+        out.write(json.dumps({"error": str(exc), "type": type(exc).__name__,
+                              "where": None if where is None else str(where), "hint": hint}, indent=2) + "\n")
+    label = "error" if kind == "input" else "internal error"
+    sys.stderr.write(f"freeprob: {label}: {exc}\n")
+
+
 def main(argv=None, out=None):
+    """Run the command line; returns the exit code (0 result, 1 failed verdict, 2 bad input, 3 internal error)."""
     out = out or sys.stdout
     parser = build_parser()
-    args = parser.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = parser.parse_args(_join_negative_values(argv))
 
     def show(message, category, *rest, **kwargs):
         # a warning to a command-line user is a message, not a source location
@@ -300,8 +339,14 @@ def main(argv=None, out=None):
         try:
             code = args.func(args, out)
         except FreeProbError as exc:
-            sys.stderr.write(f"freeprob: error: {exc}\n")
-            return 2
+            _report_error(args, exc, "input", out)
+            return EXIT_INPUT
+        except KeyboardInterrupt:
+            sys.stderr.write("freeprob: interrupted\n")
+            return 130
+        except Exception as exc:  # no Python traceback for a user, ever: a one-line report instead
+            _report_error(args, exc, "internal", out)
+            return EXIT_INTERNAL
     return code or 0
 
 

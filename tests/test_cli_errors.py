@@ -1,0 +1,49 @@
+"""Command-line failures: typed, one line, machine-readable with --json, distinct exit codes."""
+
+import io
+import json
+
+import pytest
+
+from freeprob.cli import engine
+from freeprob.cli import main
+
+
+def run(*argv):
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue()
+
+
+def test_negative_first_point_is_a_value():
+    code, text = run("density", "wigner-semicircle", "--at", "-1,0.5", "--json")
+    points = json.loads(text)["points"]
+    assert code == 0 and [p["x"] for p in points] == ["-1", "0.5"]
+    # the semicircle density is even: rho(-1) = sqrt(3)/(2 pi)
+    assert points[0]["density"].startswith("0.27566444771089")
+
+
+def test_bad_input_is_a_json_object_with_exit_code_2(capsys):
+    code, text = run("density", "marchenko-pastur", "--at", "abc", "--json")
+    data = json.loads(text)
+    assert code == 2 and set(data) == {"error", "type", "where", "hint"}
+    assert data["type"] == "DomainError" and "'abc'" in data["error"]
+    assert "Traceback" not in capsys.readouterr().err
+
+
+def test_internal_error_is_one_line_with_exit_code_3(monkeypatch, capsys):
+    def broken(args, out):
+        raise RuntimeError("simulated defect")
+
+    monkeypatch.setattr(engine, "cmd_models", broken)
+    code, _ = run("models")
+    err = capsys.readouterr().err
+    assert code == 3 and err.strip() == "freeprob: internal error: simulated defect"
+
+
+@pytest.mark.parametrize("argv", [("density", "marchenko-pastur", "--at", "nan"),
+                                  ("density", "marchenko-pastur", "--at", "1", "--set", "p=inf"),
+                                  ("density", "marchenko-pastur", "--at", "1", "--set", "p=")])
+def test_non_numbers_refused(argv, capsys):
+    assert run(*argv)[0] == 2
+    assert "freeprob: error:" in capsys.readouterr().err
