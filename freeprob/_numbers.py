@@ -86,9 +86,16 @@ _RESERVED = {"Integer", "Float", "Rational", "Symbol", "Add", "Mul", "Pow", "I",
 _ALLOWED_TEXT = ", ".join(sorted(ALLOWED_FUNCTIONS))
 
 
+_EXPONENT_RE = re.compile(r"[eE]([+-]?[0-9_]+)$")
+
+
 def _literal(text):
-    """An exact sympy number from the source text of a numeric literal."""
-    return sympy.Rational(text.replace("_", ""))
+    """An exact sympy number from the source text of a numeric literal (``1e-3`` is ``1/1000``)."""
+    text = text.replace("_", "")
+    exponent = _EXPONENT_RE.search(text)
+    if exponent and abs(int(exponent.group(1))) > _MAX_POWER_BITS // 4:
+        raise ValueError(f"the literal {text} has an exponent beyond 10^{_MAX_POWER_BITS // 4}")
+    return sympy.Rational(text)
 
 
 def _bits(v):
@@ -139,20 +146,24 @@ class ScalarGrammar:
         try:
             tree = ast.parse(source, mode="eval")
         except SyntaxError as exc:
-            raise self.error(f"cannot read {self.text!r} ({exc.msg})") from None
+            raise self.error(f"cannot read {self.shown()} ({exc.msg})") from None
         except (RecursionError, MemoryError, ValueError):
-            raise self.error(f"{self.text[:60]!r}... is nested too deeply to read") from None
+            raise self.error(f"{self.shown()} is nested too deeply to read") from None
         try:
             return self.eval(tree.body)
         except RecursionError:
-            raise self.error(f"{self.text[:60]!r}... is nested too deeply to evaluate") from None
+            raise self.error(f"{self.shown()} is nested too deeply to evaluate") from None
 
     def error(self, message):
         """The exception for ``message`` (subclasses name a file and key instead)."""
         return DomainError(f"{self.what}: {message}")
 
     def fail(self, message):
-        raise self.error(f"{message} in {self.text!r}")
+        raise self.error(f"{message} in {self.shown()}")
+
+    def shown(self):
+        """The text for a message, cut to 80 characters."""
+        return repr(self.text) if len(self.text) <= 80 else repr(self.text[:60]) + f"... ({len(self.text)} characters)"
 
     # -- nodes --------------------------------------------------------------
     def eval(self, node):
@@ -173,13 +184,18 @@ class ScalarGrammar:
         if isinstance(value, bool) or not isinstance(value, (int, float, complex)):
             self.fail(f"the constant {ast.get_source_segment(self.source, node) or repr(value)} is not allowed")
         text = ast.get_source_segment(self.source, node) or repr(value)
-        if isinstance(value, complex):
-            if not self.complex_values:
-                self.fail(f"the number {text} is not allowed (real literals only)")
-            return sympy.I * _literal(text[:-1])
         if len(text) > 400:
             self.fail(f"the literal {text[:20]}... has more than 400 characters")
-        return _literal(text)
+        if isinstance(value, complex) and not self.complex_values:
+            self.fail(f"the number {text} is not allowed (real literals only)")
+        if isinstance(value, int):
+            return sympy.Integer(value)  # exact already, in any base
+        try:
+            if isinstance(value, complex):
+                return sympy.I * _literal(text[:-1])
+            return _literal(text)
+        except (ValueError, TypeError) as exc:
+            self.fail(f"cannot read the literal {text} ({exc})")
 
     def eval_Name(self, node):
         name = node.id
@@ -209,8 +225,16 @@ class ScalarGrammar:
         self.fail(f"the operator {type(node.op).__name__} is not allowed")
 
     def eval_BinOp(self, node):
-        a, b = self.eval(node.left), self.eval(node.right)
-        return self.binop(node.op, a, b)
+        # a left-leaning chain (a + b + c + ...) is folded in a loop, so a long
+        # flat formula does not run into Python's recursion limit
+        chain = []
+        while isinstance(node, ast.BinOp):
+            chain.append(node)
+            node = node.left
+        value = self.eval(node)
+        for link in reversed(chain):
+            value = self.binop(link.op, value, self.eval(link.right))
+        return value
 
     def binop(self, op, a, b):
         try:
@@ -247,7 +271,7 @@ class ScalarGrammar:
             self.fail(f"only the functions {_ALLOWED_TEXT} may be called, by name")
         name = node.func.id
         if name not in self.functions:
-            raise self.error(f"the function {name!r} is not allowed in {self.text!r}; allowed functions: {_ALLOWED_TEXT}")
+            raise self.error(f"the function {name!r} is not allowed in {self.shown()}; allowed functions: {_ALLOWED_TEXT}")
         if node.keywords or any(isinstance(a, ast.Starred) for a in node.args):
             self.fail(f"{name}() takes plain arguments only")
         n = len(node.args)
