@@ -47,3 +47,33 @@ def test_internal_error_is_one_line_with_exit_code_3(monkeypatch, capsys):
 def test_non_numbers_refused(argv, capsys):
     assert run(*argv)[0] == 2
     assert "freeprob: error:" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, piece", [
+    (("density", "marchenko-pastur", "--at", ""), "at least one point"),
+    (("density", "marchenko-pastur", "--at", "1,,2"), "empty point"),
+    (("density", "marchenko-pastur", "--at", "1", "--dps", "100000"), "between 1 and 2000"),
+    (("law", "marchenko-pastur", "--grid", "0:1:0"), "2 <= N"),
+    (("law", "marchenko-pastur", "--grid", "0:1:100000000"), "2 <= N"),
+    (("law", "marchenko-pastur", "--grid", "1:0:10"), "A < B"),
+    (("law", "marchenko-pastur", "--grid", "a:b"), "A:B:N"),
+    (("check", "marchenko-pastur", "--seed", "-1"), "--seed"),
+    (("check", "marchenko-pastur", "--reps", "-3"), "--reps"),
+    (("check", "marchenko-pastur", "--n", "100000"), "between 10 and 8000"),
+])
+def test_bad_arguments_are_argparse_messages(argv, piece, capsys):
+    with pytest.raises(SystemExit) as info:
+        run(*argv)
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and piece in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("plot, piece", [("{tmp}", "is a directory"), ("{tmp}/missing/x.png", "does not exist"),
+                                         ("{tmp}/x.xyz", "unknown picture format")])
+def test_output_paths_checked_before_the_computation(plot, piece, tmp_path, monkeypatch, capsys):
+    def must_not_run(args, out):
+        raise AssertionError("the computation ran before the output path was checked")
+
+    monkeypatch.setattr(engine, "cmd_law", must_not_run)
+    code, _ = run("law", "marchenko-pastur", "--plot", plot.format(tmp=tmp_path))
+    assert code == 2 and piece in capsys.readouterr().err

@@ -26,7 +26,15 @@ from .. import FreeProbError, builtin_models, check, find_model
 from .._precision import context, mp_to_str
 from .attention import add_attention_parsers
 from .closedform import add_closedform_parsers, polynomial_report
-from .common import model_of, number_text
+from .common import (
+    MAX_DPS,
+    check_output_paths,
+    grid_spec,
+    integer_in,
+    model_of,
+    number_text,
+    point_list,
+)
 
 __all__ = ["main", "build_parser"]
 
@@ -260,24 +268,24 @@ def build_parser():
 
     s = sub.add_parser("density", help="density and Cauchy transform at points")
     model_args(s)
-    s.add_argument("--at", required=True, help="comma-separated points, e.g. 0.5,1,2")
-    s.add_argument("--dps", type=int, default=15)
+    s.add_argument("--at", required=True, type=point_list, help="comma-separated points, e.g. 0.5,1,2")
+    s.add_argument("--dps", type=integer_in(1, MAX_DPS, "--dps"), default=15)
     s.set_defaults(func=cmd_density)
 
     s = sub.add_parser("law", help="support, atoms, moments and density on a grid")
     model_args(s)
-    s.add_argument("--grid", help="A:B:N")
-    s.add_argument("--dps", type=int)
-    s.add_argument("--moments", type=int, default=4)
+    s.add_argument("--grid", type=grid_spec, help="A:B:N")
+    s.add_argument("--dps", type=integer_in(1, MAX_DPS, "--dps"))
+    s.add_argument("--moments", type=integer_in(0, 200, "--moments"), default=4)
     s.add_argument("--csv")
     s.add_argument("--plot")
     s.set_defaults(func=cmd_law)
 
     s = sub.add_parser("check", help="Monte-Carlo check against the theory")
     model_args(s)
-    s.add_argument("--n", type=int, default=1000)
-    s.add_argument("--seed", type=int, default=0)
-    s.add_argument("--reps", type=int, default=6)
+    s.add_argument("--n", type=integer_in(10, 8000, "--n"), default=1000)
+    s.add_argument("--seed", type=integer_in(0, 2**63 - 1, "--seed"), default=0)
+    s.add_argument("--reps", type=integer_in(2, 1000, "--reps"), default=6)
     s.add_argument("--plot")
     s.set_defaults(func=cmd_check)
 
@@ -337,6 +345,7 @@ def main(argv=None, out=None):
     with warnings.catch_warnings():
         warnings.showwarning = show
         try:
+            check_output_paths(args)
             code = args.func(args, out)
         except FreeProbError as exc:
             _report_error(args, exc, "input", out)
