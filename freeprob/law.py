@@ -13,9 +13,9 @@ from ._errors import ConvergenceError, DomainError, EliminationError
 from ._numbers import read_number
 from .expr.tree import Expr, leaves
 from .reduce.reduction import Reduction
-from .solve.numeric import FastSystem, MPSystem
+from .solve.numeric import NumericSystems
 from ._precision import check_dps, context, guard_digits, to_mpc, to_mpf
-from .solve.newton import solve_fast, solve_mp
+from .solve.newton import solve_fast, solve_point
 
 __all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "singular_value_law"]
 
@@ -139,10 +139,14 @@ class SpectralLaw:
 
     # -- numeric, double precision --------------------------------------------
     @property
-    def fast(self):
+    def _numerics(self):
         if self._fast is None:
-            self._fast = FastSystem(self.numeric_system)
+            self._fast = NumericSystems(self.numeric_system)
         return self._fast
+
+    @property
+    def fast(self):
+        return self._numerics.fast
 
     def _to_system_z(self, w):
         w = np.asarray(w, dtype=complex)
@@ -190,52 +194,13 @@ class SpectralLaw:
     # -- numeric, arbitrary precision -----------------------------------------
     def _solve_point(self, w, dps, on_axis):
         """Solve at one user point ``w`` (Im w >= 0) at ``dps`` digits; returns (G, solution)."""
-        work = dps + guard_digits(dps)
-        ctx = context(work)
-        wq = to_mpc(ctx, w)
         if self.law == "eigenvalues":
-            zs = wq
+            point, value = (lambda ctx: ctx.mpc(w)), None
         else:
-            zs = ctx.sqrt(wq)
-        eta = ctx.mpf(10) ** (-work)
-        if on_axis:
-            zs = ctx.mpc(zs.real, zs.imag + eta)
-        # double-precision start, slightly above the target
-        z0 = complex(zs)
-        if z0.imag < 1e-9 * (1 + abs(z0)):
-            z0 = complex(z0.real, 1e-9 * (1 + abs(z0)))
-        g0, outs0, conv, res = solve_fast(self.fast, np.array([z0]), raise_on_failure=False)
-        if not conv[0]:
-            raise ConvergenceError(
-                f"no verified starting point for Newton's method at {w} (double-precision residual "
-                f"{res[0]:.3g}): the point is at or next to an atom or a support edge; move it away, or ask "
-                f"for the atom's mass (atoms()) or the edge (support())",
-                point=w,
-                residual=float(res[0]),
-                dps=dps,
-            )
-        mpsys = MPSystem(self.numeric_system, ctx)
-        sol = solve_mp(mpsys, zs, [complex(x) for x in g0[0]], dps)
-        # stability under a precision increase: one more solve at +10 digits
-        ctx2 = context(work + 10)
-        mpsys2 = MPSystem(self.numeric_system, ctx2)
-        zs2 = to_mpc(ctx2, w)
-        zs2 = zs2 if self.law == "eigenvalues" else ctx2.sqrt(zs2)
-        if on_axis:
-            zs2 = ctx2.mpc(zs2.real, zs2.imag + ctx2.mpf(10) ** (-work))
-        sol2 = solve_mp(mpsys2, zs2, [ctx2.mpc(x) for x in sol.g], dps)
-        g1 = sol.outputs[0] if self.law == "eigenvalues" else sol.outputs[0] / zs
-        g2 = sol2.outputs[0] if self.law == "eigenvalues" else sol2.outputs[0] / zs2
-        diff = abs(ctx2.mpc(g1) - g2)
-        if diff > ctx2.mpf(10) ** (-dps) * (1 + abs(g2)):
-            raise ConvergenceError(
-                f"the value at {w} is not stable under a precision increase (change {ctx2.nstr(diff, 5)} at "
-                f"{work + 10} digits); ask for fewer digits or move away from the edge",
-                point=w,
-                residual=diff,
-                dps=dps,
-            )
-        return g1, sol
+            # hermitized variable zeta = sqrt(w), G = G_11 / zeta
+            point, value = (lambda ctx: ctx.sqrt(ctx.mpc(w))), (lambda z, outs: outs[0] / z)
+        sol = solve_point(self._numerics, point, dps, on_axis=on_axis, value=value, where=w)
+        return sol.value, sol
 
     def cauchy(self, z, dps=None, method="dyson"):
         """The Cauchy transform ``G(z) = int dmu(x)/(z - x)``.
@@ -290,18 +255,32 @@ class SpectralLaw:
             return polynomial_density(self, x, dps=check_dps(dps or 15))
         if dps is None:
             return float(self.density_fast(np.array([float(x)]))[0])
+        return self._density_point(x, dps, cauchy=False)[0]
+
+    def density_and_cauchy(self, x, dps):
+        """``(density, G(x + i0))`` at a real point ``x`` from one verified solve.
+
+        Each is the value :meth:`density` and :meth:`cauchy` give at ``dps`` digits.
+        """
+        return self._density_point(x, dps, cauchy=True)
+
+    def _density_point(self, x, dps, cauchy):
         dps = check_dps(dps)
         ctx = context(dps + guard_digits(dps))
         xq = to_mpf(ctx, x)
+        g = None
         if self.law == "squared-singular-values" and xq <= 0:
-            return ctx.mpf(0)
+            d = ctx.mpf(0)
+            if cauchy:
+                g, _ = self._solve_point(ctx.mpc(xq), dps, on_axis=True)
+            return d, g
         g, _ = self._solve_point(xq, dps, on_axis=True)
         d = -g.imag / ctx.pi
         if abs(d) < ctx.mpf(10) ** (-dps) * max(1, abs(g)):
-            return ctx.mpf(0)
+            return ctx.mpf(0), g
         if d < 0:
             raise ConvergenceError(f"negative density {ctx.nstr(d, 5)} at x = {x}", point=x, dps=dps)
-        return d
+        return d, g
 
     # -- moments, support, atoms ---------------------------------------------
     def moments(self, k, dps=None):

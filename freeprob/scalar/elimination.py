@@ -531,17 +531,14 @@ class Elimination:
 
 
 def _true_point(law, z0, dps):
-    """Dyson solution (unknowns, output 0) at the system point ``z0``, at ``dps`` digits."""
-    from ..solve.numeric import FastSystem, MPSystem
-    from ..solve.newton import solve_fast, solve_mp
+    """Verified Dyson solution (unknowns, output 0) at the system point ``z0``, at ``dps`` digits."""
+    from ..solve.newton import solve_point
 
-    fast = FastSystem(law.numeric_system)
-    g0, _, conv, res = solve_fast(fast, np.array([complex(z0)]), raise_on_failure=False)
-    if not conv[0]:
-        raise ConvergenceError(f"no Dyson solution at z0 = {z0} to guide the elimination", point=z0)
-    ctx = context(dps + 20)
-    sol = solve_mp(MPSystem(law.numeric_system, ctx), ctx.mpc(z0), [complex(x) for x in g0[0]], dps)
-    return ctx, sol
+    try:
+        sol = solve_point(law._numerics, lambda ctx: ctx.mpc(z0), dps)
+    except ConvergenceError as exc:
+        raise ConvergenceError(f"no Dyson solution at z0 = {z0} to guide the elimination: {exc}", point=z0) from exc
+    return context(sol.work_dps), sol
 
 
 def _probe_points(law):
