@@ -91,8 +91,7 @@ def cmd_density(args, out):
         if not tok:
             continue
         x = tok
-        d = law.density(x, dps=dps)
-        g = law.cauchy(x, dps=dps)
+        d, g = law.density_and_cauchy(x, dps=dps)
         points.append({"x": tok, "density": number_text(d, dps), "cauchy": {"re": number_text(g.real, dps), "im": number_text(g.imag, dps)}})
     if args.json:
         out.write(json.dumps({"model": model.name, "law": model.law_kind, "dps": dps, "points": points}, indent=2) + "\n")

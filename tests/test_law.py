@@ -1,0 +1,70 @@
+"""SpectralLaw as a shared value: one verified point solve, thread safety."""
+
+import threading
+
+import mpmath
+import pytest
+
+import freeprob as fp
+from freeprob.solve.newton import PointSolution, solve_point
+from freeprob.solve.numeric import NumericSystems
+
+
+def _law(name="marchenko-pastur"):
+    return fp.find_model(name).law()
+
+
+def test_density_from_four_threads_equals_one_thread():
+    xs = [0.3, 0.5, 1.0, 1.5, 2.0, 2.5]
+    expected = [_law().density(x, dps=30) for x in xs]
+    law = _law()  # cold caches: the threads build them concurrently
+    results, errors = {}, []
+
+    def run(t):
+        try:
+            for _ in range(2):
+                for x in xs:
+                    results.setdefault((t, x), []).append(law.density(x, dps=30))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    for t in range(4):
+        for x, e in zip(xs, expected):
+            assert results[(t, x)] == [e, e]
+
+
+def test_solve_point_result():
+    law = _law("wigner-semicircle")
+    sol = solve_point(NumericSystems(law.numeric_system), 1j, 30)
+    assert isinstance(sol, PointSolution)
+    assert sol.dps == 30 and sol.work_dps > 30 and sol.stable_digits >= 30
+    # semicircle: G(i) = i (1 - sqrt(5)) / 2
+    g = sol.value
+    ctx = mpmath.MPContext()
+    ctx.dps = 50
+    exact = (1 - ctx.sqrt(5)) / 2
+    assert abs(g.real) < 1e-30
+    assert abs(g.imag - exact) < 1e-30
+    assert sol.value == sol.outputs[0]
+    assert sol.difference <= 10.0 ** -30 * (1 + abs(g))
+
+
+def test_solve_point_raises_at_an_atom():
+    law = fp.find_model("marchenko-pastur").with_values({"p": 2}).law()
+    with pytest.raises(fp.ConvergenceError) as info:
+        solve_point(law.numeric_system, 0, 30, on_axis=True)
+    assert info.value.dps == 30
+
+
+def test_density_and_cauchy_match_the_separate_calls():
+    for name, x in [("marchenko-pastur", "1"), ("wigner-plus-wishart", "0.7"), ("gaussian-product", "0.5"), ("gaussian-product", "-1")]:
+        law = _law(name)
+        d, g = law.density_and_cauchy(x, dps=30)
+        assert d == law.density(x, dps=30)
+        assert g == law.cauchy(x, dps=30)
