@@ -1,23 +1,39 @@
 """Limiting spectral laws: the orchestration layer.
 
-:class:`SpectralLaw` composes the symbolic reduction (:mod:`freeprob._model`),
-the numeric systems and solvers, and answers: Cauchy transform, density,
-support, atoms, moments, equations. :func:`eigenvalue_law` and
-:func:`singular_value_law` are the entry points.
+:class:`SpectralLaw` composes the symbolic reduction (:mod:`freeprob.reduce`),
+the numeric systems and solvers (:mod:`freeprob.solve`) and the closed forms
+(:mod:`freeprob.scalar.closedform`, which get plain data and a reference
+solve, never the law), and answers: Cauchy transform, density, support,
+atoms, moments, equations. :func:`eigenvalue_law`, :func:`singular_value_law`
+and :func:`law_of` are the entry points.
 """
+
+import threading
+from types import MappingProxyType
 
 import numpy as np
 import sympy
 
 from ._errors import ConvergenceError, DomainError, EliminationError
 from ._numbers import read_number
+from ._precision import check_dps, context, guard_digits, to_mpc, to_mpf
 from .expr.tree import Expr, leaves
 from .reduce.reduction import Reduction
-from .solve.numeric import NumericSystems
-from ._precision import check_dps, context, guard_digits, to_mpc, to_mpf
+from .scalar.closedform import (
+    LawData,
+    cauchy_polynomial,
+    polynomial_atoms,
+    polynomial_cauchy,
+    polynomial_density,
+    polynomial_support,
+)
+from .solve.cdf import tabulate
+from .solve.edges import atom_mass, probe_range, refine_edge, shrink_bracket, support_grid, support_runs
 from .solve.newton import solve_fast, solve_point
+from .solve.numeric import NumericSystems
+from .solve.series import series_coefficients, system_domain
 
-__all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "singular_value_law"]
+__all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "singular_value_law"]
 
 
 #: Default route for support and atoms: systems with more unknowns skip the
@@ -26,13 +42,36 @@ __all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "singular
 #: 260 s. An explicit ``method="polynomial"`` still tries, within its budget.
 POLYNOMIAL_MAX_UNKNOWNS = 16
 
-
-def _exact_value(value, what):
-    return read_number(value, what=what)
+_METHODS = (None, "dyson", "polynomial")
 
 
-def _symbol_map(expr):
-    return {str(s): s for s in expr.free_scalars()}
+class _Cache:
+    """Everything a law computes once, behind one lock.
+
+    A value is built outside the lock (builds may take long, and may ask the
+    cache for other values); when two threads build the same key, the first
+    stored wins and both get it.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._values = {}
+
+    def get(self, key, build):
+        with self._lock:
+            if key in self._values:
+                return self._values[key]
+        value = build()
+        with self._lock:
+            return self._values.setdefault(key, value)
+
+    def peek(self, key):
+        with self._lock:
+            return self._values.get(key)
+
+    def put(self, key, value):
+        with self._lock:
+            self._values[key] = value
 
 
 class SpectralLaw:
@@ -62,75 +101,71 @@ class SpectralLaw:
     def __init__(self, expr, law="eigenvalues", ratios=None, params=None, name=None):
         if not isinstance(expr, Expr):
             raise TypeError(f"expected a matrix expression, got {expr!r}")
-        self.expr = expr
-        self.law = law
-        self.name = name or str(expr)
         leaves(expr)  # raises on clashing names
         dims = expr.dimensions()
-        symbols = _symbol_map(expr)
-        ratios = dict(ratios or {})
-        params = dict(params or {})
-        self.ratios = {}
-        for key, value in ratios.items():
+        symbols = {str(s): s for s in expr.free_scalars()}
+        exact_ratios = {}
+        for key, value in dict(ratios or {}).items():
             sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
             if sym is None:
                 raise DomainError(f"ratio given for {key}, which is not a dimension of {expr}")
-            v = _exact_value(value, f"ratio of {key}")
+            v = read_number(value, what=f"ratio of {key}")
             if not v > 0:
                 raise DomainError(f"the ratio of dimension {key} must be positive, got {value}")
-            self.ratios[sym] = v
-        missing = [str(d) for d in dims if d not in self.ratios]
+            exact_ratios[sym] = v
+        missing = [str(d) for d in dims if d not in exact_ratios]
         if missing:
             raise DomainError(f"no ratio given for the dimension(s) {', '.join(missing)} of {expr}")
-        self.dimensions = tuple(dims) + tuple(s for s in self.ratios if s not in dims)
-        self.params = {}
-        for key, value in params.items():
+        exact_params = {}
+        for key, value in dict(params or {}).items():
             sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
             if sym is None:
                 raise DomainError(f"value given for {key}, which does not occur in {expr}")
-            self.params[sym] = _exact_value(value, f"parameter {key}")
-        self._reduction = None
-        self._numeric = None
-        self._fast = None
-        self._cdf = {}
-        self._support_fast = {}
+            exact_params[sym] = read_number(value, what=f"parameter {key}")
+        dimensions = tuple(dims) + tuple(s for s in exact_ratios if s not in dims)
+        init = object.__setattr__
+        init(self, "expr", expr)
+        init(self, "law", law)
+        init(self, "name", name or str(expr))
+        init(self, "ratios", MappingProxyType(exact_ratios))
+        init(self, "params", MappingProxyType(exact_params))
+        init(self, "dimensions", dimensions)
+        init(self, "_cache", _Cache())
         # the symbolic reduction runs now, so that bad input (shapes, scaling,
         # symmetry) is reported when the law is made, not at its first use
-        self.reduction
+        init(self, "reduction", Reduction(expr, law, dimensions))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"a SpectralLaw is immutable (cannot set {name!r}); make a new law instead")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"a SpectralLaw is immutable (cannot delete {name!r})")
 
     # -- symbolic -------------------------------------------------------------
-    @property
-    def reduction(self):
-        """The symbolic :class:`~freeprob._model.Reduction` (computed once)."""
-        if self._reduction is None:
-            self._reduction = Reduction(self.expr, self.law, self.dimensions)
-        return self._reduction
-
     @property
     def system(self):
         """The reduced Dyson system with ratios and parameters as symbols."""
         return self.reduction.system
 
     def values(self):
-        """``{symbol: exact value}`` for ratios and parameters."""
-        out = dict(self.ratios)
-        out.update(self.params)
-        return out
+        """``{symbol: exact value}`` for ratios and parameters (a new dict)."""
+        return {**self.ratios, **self.params}
 
     @property
     def numeric_system(self):
         """The Dyson system with every ratio and parameter substituted (exact)."""
-        if self._numeric is None:
-            sub = self.system.subs(self.values())
-            if sub.symbols:
-                names = ", ".join(map(str, sub.symbols))
-                raise DomainError(f"give values for the parameter(s) {names} of {self.name}")
-            for leaf in leaves(self.expr):
-                v = leaf.variance.subs(self.values())
-                if v.is_number and not v > 0:
-                    raise DomainError(f"the variance of {leaf.name} is {v} at these values; it must be positive")
-            self._numeric = sub
-        return self._numeric
+        return self._cache.get("numeric", self._substitute)
+
+    def _substitute(self):
+        sub = self.system.subs(self.values())
+        if sub.symbols:
+            names = ", ".join(map(str, sub.symbols))
+            raise DomainError(f"give values for the parameter(s) {names} of {self.name}")
+        for leaf in leaves(self.expr):
+            v = leaf.variance.subs(self.values())
+            if v.is_number and not v > 0:
+                raise DomainError(f"the variance of {leaf.name} is {v} at these values; it must be positive")
+        return sub
 
     def equations(self, latex=False, symbolic=True):
         """The reduced Dyson equations as text (or LaTeX)."""
@@ -140,12 +175,11 @@ class SpectralLaw:
     # -- numeric, double precision --------------------------------------------
     @property
     def _numerics(self):
-        if self._fast is None:
-            self._fast = NumericSystems(self.numeric_system)
-        return self._fast
+        return self._cache.get("numerics", lambda: NumericSystems(self.numeric_system))
 
     @property
     def fast(self):
+        """The double-precision :class:`~freeprob.solve.numeric.FastSystem`."""
         return self._numerics.fast
 
     def _to_system_z(self, w):
@@ -227,10 +261,8 @@ class SpectralLaw:
         ConvergenceError
             When the value cannot be verified to ``dps`` digits.
         """
-        if self._method(method) == "polynomial":
-            from .scalar.closedform import polynomial_cauchy
-
-            return polynomial_cauchy(self, z, dps=check_dps(dps or 15))
+        if self._route(method) == "polynomial":
+            return polynomial_cauchy(self.closed_form_data, z, dps=check_dps(dps or 15))
         if dps is None:
             return complex(self.cauchy_fast(np.array([complex(z)]))[0])
         dps = check_dps(dps)
@@ -249,10 +281,8 @@ class SpectralLaw:
         ``max(1, |G|)``); a value below that is returned as exactly 0.
         ``method`` as in :meth:`cauchy`.
         """
-        if self._method(method) == "polynomial":
-            from .scalar.closedform import polynomial_density
-
-            return polynomial_density(self, x, dps=check_dps(dps or 15))
+        if self._route(method) == "polynomial":
+            return polynomial_density(self.closed_form_data, x, dps=check_dps(dps or 15))
         if dps is None:
             return float(self.density_fast(np.array([float(x)]))[0])
         return self._density_point(x, dps, cauchy=False)[0]
@@ -268,12 +298,8 @@ class SpectralLaw:
         dps = check_dps(dps)
         ctx = context(dps + guard_digits(dps))
         xq = to_mpf(ctx, x)
-        g = None
         if self.law == "squared-singular-values" and xq <= 0:
-            d = ctx.mpf(0)
-            if cauchy:
-                g, _ = self._solve_point(ctx.mpc(xq), dps, on_axis=True)
-            return d, g
+            return ctx.mpf(0), (self._solve_point(ctx.mpc(xq), dps, on_axis=True)[0] if cauchy else None)
         g, _ = self._solve_point(xq, dps, on_axis=True)
         d = -g.imag / ctx.pi
         if abs(d) < ctx.mpf(10) ** (-dps) * max(1, abs(g)):
@@ -290,8 +316,6 @@ class SpectralLaw:
         None); otherwise mpf values correct to ``10^-dps`` (default 15), checked
         by a second computation with 10 more digits.
         """
-        from .solve.series import series_coefficients, system_domain
-
         # eigenvalues: G = sum m_j z^(-j-1); squared singular values (hermitized
         # variable zeta): G_11 = sum m_j zeta^(-2j-1)
         step = 1 if self.law == "eigenvalues" else 2
@@ -321,8 +345,8 @@ class SpectralLaw:
             ms = self.moments(k, dps=15)
         return [float(sympy.re(m)) if isinstance(m, sympy.Basic) else float(m) for m in ms]
 
-    def _range(self):
-        """An interval that contains the support, from the even moments."""
+    def support_range(self):
+        """An interval ``(lo, hi)`` (floats) that contains the support, from the even moments."""
         if self.law == "eigenvalues":
             ms = self._moments_float(16)
             r = max(abs(ms[2 * j - 1]) ** (1 / (2 * j)) for j in range(1, 9))
@@ -334,32 +358,65 @@ class SpectralLaw:
     def _z_of(self, x):
         return x if self.law == "eigenvalues" else float(np.sqrt(x))
 
-    def _default_route(self, method):
-        """``"dyson"`` by default for systems too large to eliminate (see :data:`POLYNOMIAL_MAX_UNKNOWNS`)."""
-        if method is None and self.system.n_unknowns > POLYNOMIAL_MAX_UNKNOWNS:
-            return "dyson"
+    # -- routes ---------------------------------------------------------------
+    def _route(self, method, auto=False):
+        """``"dyson"``, ``"polynomial"``, or for ``auto`` and ``method=None`` ``"auto"``
+        (polynomial, falling back to Dyson; Dyson directly above :data:`POLYNOMIAL_MAX_UNKNOWNS`)."""
+        if method not in _METHODS:
+            raise ValueError(f"method must be 'dyson' or 'polynomial', got {method!r}")
+        if method is None:
+            return "auto" if auto and self.system.n_unknowns <= POLYNOMIAL_MAX_UNKNOWNS else "dyson"
         return method
 
-    @staticmethod
-    def _method(method):
-        if method not in (None, "dyson", "polynomial"):
-            raise ValueError(f"method must be 'dyson' or 'polynomial', got {method!r}")
-        return method
+    def _closed_or_dyson(self, method, closed, dyson):
+        route = self._route(method, auto=True)
+        if route != "dyson":
+            try:
+                self.polynomial(budget_seconds=30)
+                return closed(self.closed_form_data)
+            except (EliminationError, ConvergenceError, DomainError):
+                if route == "polynomial":
+                    raise
+        return dyson()
+
+    @property
+    def closed_form_data(self):
+        """The :class:`~freeprob.scalar.closedform.LawData` the closed forms work from."""
+        return self._cache.get("closed-form", self._law_data)
+
+    def _law_data(self):
+        step = 1 if self.law == "eigenvalues" else 2
+
+        def moments(k):
+            if system_domain(self.numeric_system) is not None:
+                return True, self.moments(k)
+            return False, self.moments(k, dps=40)
+
+        def series_moments(system, k):
+            dom = system_domain(system, symbolic=True)
+            if dom is None:
+                return None
+            coeffs, _ = series_coefficients(system, step * k + 1, domain=dom)
+            return [coeffs[step * j + 1][0] for j in range(1, k + 1)]
+
+        def reference(z, dps):
+            return solve_point(self._numerics, lambda ctx: ctx.mpc(z), dps)
+
+        return LawData(self.name, self.law, self.system, self.numeric_system, MappingProxyType(self.values()),
+                       moments, series_moments, reference)
 
     def polynomial(self, symbolic=False, budget_seconds=60):
         """The irreducible polynomial ``Pi(g, z)`` with ``Pi(G(z), z) = 0``
-        (:func:`freeprob._closedform.cauchy_polynomial`); raises
+        (:func:`freeprob.scalar.closedform.cauchy_polynomial`); raises
         :class:`EliminationError` when elimination exceeds its budget."""
-        from .scalar.closedform import cauchy_polynomial
-
-        key = (symbolic, budget_seconds)
-        failed = getattr(self, "_elimination_failed", {})
-        if key in failed:
-            raise failed[key]
+        key = ("elimination-failed", symbolic, budget_seconds)
+        failed = self._cache.peek(key)
+        if failed is not None:
+            raise failed
         try:
-            return cauchy_polynomial(self, symbolic=symbolic, budget_seconds=budget_seconds)
+            return cauchy_polynomial(self.closed_form_data, symbolic=symbolic, budget_seconds=budget_seconds)
         except EliminationError as exc:
-            self._elimination_failed = {**failed, key: exc}
+            self._cache.put(key, exc)
             raise
 
     def support(self, dps=None, grid=2001, method=None):
@@ -375,17 +432,8 @@ class SpectralLaw:
         than :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns).
         """
         dps = check_dps(dps or 15)
-        method = self._default_route(self._method(method))
-        if method in (None, "polynomial"):
-            from .scalar.closedform import polynomial_support
-
-            try:
-                self.polynomial(budget_seconds=30)
-                return polynomial_support(self, dps)
-            except (EliminationError, ConvergenceError, DomainError):
-                if method == "polynomial":
-                    raise
-        return self._support_dyson(dps, grid)
+        return self._closed_or_dyson(method, lambda data: polynomial_support(data, dps),
+                                     lambda: self._support_dyson(dps, grid))
 
     def support_fast(self, grid=2001, rel=1e-6):
         """Support intervals in double precision, from the fast density alone.
@@ -406,121 +454,36 @@ class SpectralLaw:
         -------
         list of (float, float)
         """
-        key = (grid, rel)
-        if key in self._support_fast:
-            return list(self._support_fast[key])
-        xs, d, thr, pos = self._support_grid(grid, self._probe_range())
+        return list(self._cache.get(("support-fast", grid, rel), lambda: self._support_fast(grid, rel)))
+
+    def _support_fast(self, grid, rel):
+        f, kind = self.density_fast, self.law
+        xs, d, thr, pos = support_grid(f, kind, grid, probe_range(f, kind, self.name), self.name)
         out = []
-        for i0, i1, hard_zero in self._support_runs(xs, d, pos):
-            left = 0.0 if hard_zero else self._shrink_bracket(xs[i0 - 1], xs[i0], thr, rounds=12, rel=rel)[0]
-            right = self._shrink_bracket(xs[i1 + 1], xs[i1], thr, rounds=12, rel=rel)[0]
+        for i0, i1, hard_zero in support_runs(xs, d, pos, kind, self.name):
+            left = 0.0 if hard_zero else shrink_bracket(f, xs[i0 - 1], xs[i0], thr, rounds=12, rel=rel)[0]
+            right = shrink_bracket(f, xs[i1 + 1], xs[i1], thr, rounds=12, rel=rel)[0]
             out.append((float(left), float(right)))
-        self._support_fast[key] = tuple(out)
-        return out
+        return tuple(out)
 
     def _support_dyson(self, dps, grid):
-        from .solve.edges import refine_edge
-
-        xs, d, thr, pos = self._support_grid(grid, self._range())
+        f, kind = self.density_fast, self.law
+        xs, d, thr, pos = support_grid(f, kind, grid, self.support_range(), self.name)
         ctx = context(dps + guard_digits(dps))
 
         def edge(x_out, x_in):
             # shrink the grid bracket in double precision first, so that Newton
             # on the fold system starts well inside its basin
-            near, _ = self._shrink_bracket(x_out, x_in, thr, rounds=4, rel=1e-7)
+            near, _ = shrink_bracket(f, x_out, x_in, thr, rounds=4, rel=1e-7)
             e = ctx.mpf(refine_edge(self.numeric_system, self._z_of(near), dps,
                                     bracket=(self._z_of(x_out), self._z_of(x_in))))
-            return e if self.law == "eigenvalues" else e * e
+            return e if kind == "eigenvalues" else e * e
 
         out = []
-        for i0, i1, hard_zero in self._support_runs(xs, d, pos):
+        for i0, i1, hard_zero in support_runs(xs, d, pos, kind, self.name):
             left = ctx.mpf(0) if hard_zero else edge(xs[i0 - 1], xs[i0])
             out.append((left, edge(xs[i1 + 1], xs[i1])))
         return out
-
-    def _probe_range(self):
-        """A range around the density seen on the doubling grid ``±2^k``, ``k = -6..16``."""
-        ks = 2.0 ** np.arange(-6, 17)
-        xs = ks if self.law == "squared-singular-values" else np.concatenate([-ks[::-1], ks])
-        d = np.nan_to_num(self.density_fast(xs))
-        top = float(np.max(d))
-        if not top > 0:
-            raise ConvergenceError(f"no positive density of {self.name} found on ±[2^-6, 2^16]")
-        r = 2 * float(np.max(np.abs(xs[d > 1e-6 * top])))
-        return (0.0, r) if self.law == "squared-singular-values" else (-r, r)
-
-    def _support_grid(self, grid, range_, max_widenings=12):
-        """A double-precision density grid on ``range_``, widened until its ends lie outside the support.
-
-        A finite number of moments (:meth:`_range`) or probes
-        (:meth:`_probe_range`) can underestimate an edge, so the range is
-        doubled while the density is still positive at an end.
-        """
-        lo, hi = range_
-        for _ in range(max_widenings):
-            if self.law == "squared-singular-values":
-                # geometric points below the first cell: a soft edge or a gap
-                # close to the atom at 0 is not merged with it
-                xs = np.concatenate([np.geomspace(hi * 1e-6, hi / grid, 25)[:-1], np.linspace(hi / grid, hi, grid)])
-            else:
-                xs = np.linspace(lo, hi, grid)
-            d = self.density_fast(xs)
-            finite = np.isfinite(d)
-            # threshold relative to a typical bulk value (a hard edge or an atom's
-            # Lorentzian tail must not set the scale)
-            bulk = d[finite & (d > 1e-9)]
-            thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
-            pos = finite & (d > thr)
-            wide_left = self.law == "eigenvalues" and pos[0]
-            if not pos[-1] and not wide_left:
-                return xs, d, thr, pos
-            width = hi - lo
-            hi = hi + width if pos[-1] else hi
-            lo = lo - width if wide_left else lo
-        raise ConvergenceError(
-            f"the density of {self.name} is still positive at the end of the range [{xs[0]}, {xs[-1]}] "
-            f"after {max_widenings} doublings: the law may not be compactly supported"
-        )
-
-    def _support_runs(self, xs, d, pos):
-        """Runs ``(i0, i1, hard_zero)`` of grid points with positive density that carry mass.
-
-        A run of negligible mass is the tail of an atom seen through ``eta > 0``
-        and is dropped; a run starting at the first grid point is a hard edge at
-        0 of a squared-singular-value law when the density grows towards 0.
-        """
-        runs = []
-        i = 0
-        while i < len(xs):
-            if not pos[i]:
-                i += 1
-                continue
-            j = i
-            while j + 1 < len(xs) and pos[j + 1]:
-                j += 1
-            seg = slice(max(i - 1, 0), min(j + 2, len(xs)))
-            if np.trapezoid(np.nan_to_num(d[seg]), xs[seg]) >= 1e-6:
-                hard_zero = i == 0
-                if hard_zero and not (self.law == "squared-singular-values" and d[0] >= d[1]):
-                    raise ConvergenceError(f"the density of {self.name} is positive at the start of the grid x = {xs[0]}")
-                runs.append((i, j, hard_zero))
-            i = j + 1
-        return runs
-
-    def _shrink_bracket(self, x_out, x_in, thr, rounds, rel):
-        """Shrink the bracket ``(x_out, x_in)`` of an edge by 16-point searches on ``density > thr``."""
-        width = abs(x_in - x_out)
-        for _ in range(rounds):
-            ts = np.linspace(x_out, x_in, 18)[1:-1]
-            inside = np.nonzero(np.nan_to_num(self.density_fast(ts)) > thr)[0]
-            if not len(inside):
-                x_out = ts[-1]  # the edge lies between the last point tried and x_in
-            else:
-                k = inside[0]
-                x_out, x_in = (ts[k - 1] if k > 0 else x_out), ts[k]
-            if abs(x_in - x_out) < rel * width:
-                break
-        return float(x_out), float(x_in)
 
     def atoms(self, dps=None, candidates=(0,), method=None):
         """Atoms ``[(x, mass), ...]`` with masses to ``dps`` digits (default 15).
@@ -534,22 +497,14 @@ class SpectralLaw:
         directly).
         """
         dps = check_dps(dps or 15)
-        method = self._default_route(self._method(method))
-        if method in (None, "polynomial"):
-            from .scalar.closedform import polynomial_atoms
 
-            try:
-                self.polynomial(budget_seconds=30)
-                ctx = context(dps + guard_digits(dps))
-                return [(ctx.mpf(a.x), ctx.mpf(a.mass)) for a in polynomial_atoms(self, dps)]
-            except (EliminationError, ConvergenceError, DomainError):
-                if method == "polynomial":
-                    raise
-        return self._atoms_dyson(dps, candidates)
+        def closed(data):
+            ctx = context(dps + guard_digits(dps))
+            return [(ctx.mpf(a.x), ctx.mpf(a.mass)) for a in polynomial_atoms(data, dps)]
+
+        return self._closed_or_dyson(method, closed, lambda: self._atoms_dyson(dps, candidates))
 
     def _atoms_dyson(self, dps, candidates):
-        from .solve.edges import atom_mass
-
         ctx = context(dps + guard_digits(dps))
         out = []
         for x0 in candidates:
@@ -570,18 +525,14 @@ class SpectralLaw:
         mass is not one, so a missed piece of support or a wrong atom never
         goes unnoticed.
         """
-        from .solve.cdf import tabulate
-
         if atoms is None:
             try:
                 atoms = self.atoms()
             except ConvergenceError:
                 atoms = []
         atoms = tuple((float(x), float(m)) for x, m in atoms)
-        key = (nodes, atoms, grid)
-        if key not in self._cdf:
-            self._cdf[key] = tabulate(self.density_fast, self.support_fast(grid), list(atoms), nodes=nodes)
-        return self._cdf[key]
+        return self._cache.get(("cdf", nodes, atoms, grid),
+                               lambda: tabulate(self.density_fast, self.support_fast(grid), list(atoms), nodes=nodes))
 
     def quantile(self, p):
         """The ``p``-quantile of the law (double precision)."""
@@ -590,6 +541,18 @@ class SpectralLaw:
     def __repr__(self):
         r = ", ".join(f"{k}={v}" for k, v in self.ratios.items())
         return f"SpectralLaw({self.name!r}, law={self.law!r}, ratios={{{r}}})"
+
+
+def law_of(model):
+    """The :class:`SpectralLaw` of a :class:`~freeprob.Model` (a model file's description).
+
+    Examples
+    --------
+    >>> import freeprob as fp
+    >>> fp.law_of(fp.find_model("wigner-semicircle")).moments(4)
+    [0, 1, 0, 2]
+    """
+    return SpectralLaw(model.expr, model.law_kind, model.ratios, model.params, name=model.name)
 
 
 def eigenvalue_law(expr, ratios, params=None, name=None):

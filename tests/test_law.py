@@ -11,7 +11,7 @@ from freeprob.solve.numeric import NumericSystems
 
 
 def _law(name="marchenko-pastur"):
-    return fp.find_model(name).law()
+    return fp.law_of(fp.find_model(name))
 
 
 def test_density_from_four_threads_equals_one_thread():
@@ -56,7 +56,7 @@ def test_solve_point_result():
 
 
 def test_solve_point_raises_at_an_atom():
-    law = fp.find_model("marchenko-pastur").with_values({"p": 2}).law()
+    law = fp.law_of(fp.find_model("marchenko-pastur").with_values({"p": 2}))
     with pytest.raises(fp.ConvergenceError) as info:
         solve_point(law.numeric_system, 0, 30, on_axis=True)
     assert info.value.dps == 30
