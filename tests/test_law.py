@@ -68,3 +68,68 @@ def test_density_and_cauchy_match_the_separate_calls():
         d, g = law.density_and_cauchy(x, dps=30)
         assert d == law.density(x, dps=30)
         assert g == law.cauchy(x, dps=30)
+
+
+def test_law_is_frozen():
+    law = _law()
+    with pytest.raises(AttributeError):
+        law.name = "other"
+    with pytest.raises(AttributeError):
+        law._elimination_failed = {}
+    with pytest.raises(TypeError):
+        law.ratios[next(iter(law.ratios))] = 3
+    with pytest.raises(TypeError):
+        law.params["x"] = 1
+    assert law.values() == {**law.ratios, **law.params}
+
+
+def test_model_is_a_frozen_description():
+    model = fp.find_model("marchenko-pastur")
+    assert not hasattr(model, "law")
+    with pytest.raises(AttributeError):
+        model.name = "other"
+    with pytest.raises(TypeError):
+        model.ratios[next(iter(model.ratios))] = 3
+    law = fp.law_of(model)
+    assert isinstance(law, fp.SpectralLaw) and law.name == model.name and law.law == model.law_kind
+
+
+def test_support_range_contains_the_support():
+    law = _law()
+    lo, hi = law.support_range()
+    (a, b), = law.support(dps=15)
+    assert lo < a < b < hi
+
+
+def test_closed_forms_get_data_not_the_law():
+    from freeprob.scalar.closedform import LawData, cauchy_polynomial
+
+    law = _law("wigner-semicircle")
+    data = law.closed_form_data
+    assert isinstance(data, LawData) and data is law.closed_form_data
+    assert cauchy_polynomial(data).poly == cauchy_polynomial(law).poly
+
+
+def test_layers_import_only_downward():
+    """solve/ and scalar/ import nothing above rank 1 (no law, no expr/reduce, no solver in scalar),
+    and no module imports a freeprob module inside a function."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(fp.__file__).parent
+    banned = {"solve": ("expr", "reduce", "scalar", "law"), "scalar": ("solve", "reduce", "law", "expr")}
+    for pkg, forbidden in banned.items():
+        for path in (root / pkg).glob("*.py"):
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.level:
+                    head = (node.module or "").split(".")[0] if node.level == 2 else None
+                    assert head not in forbidden, f"{path.name} imports {node.module}"
+    for path in [root / "law.py", *(root / "solve").glob("*.py"), *(root / "scalar").glob("*.py")]:
+        tree = ast.parse(path.read_text())
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.ImportFrom):
+                        assert not node.level and not (node.module or "").startswith("freeprob"), (
+                            f"{path.name}:{node.lineno} imports {node.module} inside {fn.name}")
