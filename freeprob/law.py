@@ -28,10 +28,10 @@ from .scalar.closedform import (
     polynomial_support,
 )
 from .solve.cdf import tabulate
-from .solve.edges import atom_mass, probe_range, refine_edge, shrink_bracket, support_grid, support_runs
+from .solve.edges import atoms_at, support_by_density, support_by_folds
 from .solve.newton import solve_fast, solve_point
 from .solve.numeric import NumericSystems
-from .solve.series import series_coefficients, system_domain
+from .solve.series import series_coefficients, series_moments, system_domain
 
 __all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "singular_value_law"]
 
@@ -43,6 +43,35 @@ __all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of",
 POLYNOMIAL_MAX_UNKNOWNS = 16
 
 _METHODS = (None, "dyson", "polynomial")
+
+
+def _read_values(expr, ratios, params):
+    """``(ratios, params, dimensions)``: exact values keyed by symbol; :class:`DomainError` on bad input."""
+    dims = expr.dimensions()
+    symbols = {str(s): s for s in expr.free_scalars()}
+
+    def symbol(key, unknown):
+        sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
+        if sym is None:
+            raise DomainError(f"{unknown} {expr}")
+        return sym
+
+    exact_ratios = {}
+    for key, value in dict(ratios or {}).items():
+        sym = symbol(key, f"ratio given for {key}, which is not a dimension of")
+        v = read_number(value, what=f"ratio of {key}")
+        if not v > 0:
+            raise DomainError(f"the ratio of dimension {key} must be positive, got {value}")
+        exact_ratios[sym] = v
+    missing = [str(d) for d in dims if d not in exact_ratios]
+    if missing:
+        raise DomainError(f"no ratio given for the dimension(s) {', '.join(missing)} of {expr}")
+    exact_params = {}
+    for key, value in dict(params or {}).items():
+        sym = symbol(key, f"value given for {key}, which does not occur in")
+        exact_params[sym] = read_number(value, what=f"parameter {key}")
+    dimensions = tuple(dims) + tuple(s for s in exact_ratios if s not in dims)
+    return exact_ratios, exact_params, dimensions
 
 
 class _Cache:
@@ -102,27 +131,7 @@ class SpectralLaw:
         if not isinstance(expr, Expr):
             raise TypeError(f"expected a matrix expression, got {expr!r}")
         leaves(expr)  # raises on clashing names
-        dims = expr.dimensions()
-        symbols = {str(s): s for s in expr.free_scalars()}
-        exact_ratios = {}
-        for key, value in dict(ratios or {}).items():
-            sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
-            if sym is None:
-                raise DomainError(f"ratio given for {key}, which is not a dimension of {expr}")
-            v = read_number(value, what=f"ratio of {key}")
-            if not v > 0:
-                raise DomainError(f"the ratio of dimension {key} must be positive, got {value}")
-            exact_ratios[sym] = v
-        missing = [str(d) for d in dims if d not in exact_ratios]
-        if missing:
-            raise DomainError(f"no ratio given for the dimension(s) {', '.join(missing)} of {expr}")
-        exact_params = {}
-        for key, value in dict(params or {}).items():
-            sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
-            if sym is None:
-                raise DomainError(f"value given for {key}, which does not occur in {expr}")
-            exact_params[sym] = read_number(value, what=f"parameter {key}")
-        dimensions = tuple(dims) + tuple(s for s in exact_ratios if s not in dims)
+        exact_ratios, exact_params, dimensions = _read_values(expr, ratios, params)
         init = object.__setattr__
         init(self, "expr", expr)
         init(self, "law", law)
@@ -316,27 +325,7 @@ class SpectralLaw:
         None); otherwise mpf values correct to ``10^-dps`` (default 15), checked
         by a second computation with 10 more digits.
         """
-        # eigenvalues: G = sum m_j z^(-j-1); squared singular values (hermitized
-        # variable zeta): G_11 = sum m_j zeta^(-2j-1)
-        step = 1 if self.law == "eigenvalues" else 2
-        order = step * k + 1
-
-        def pick(coeffs):
-            return [coeffs[step * j + 1][0] for j in range(1, k + 1)]
-
-        if dps is None and system_domain(self.numeric_system) is not None:
-            coeffs, _ = series_coefficients(self.numeric_system, order)
-            return [sympy.nsimplify(x) if isinstance(x, sympy.Float) else sympy.simplify(x) for x in pick(coeffs)]
-        dps = check_dps(dps or 15)
-        work = dps + guard_digits(dps)
-        c1, _ = series_coefficients(self.numeric_system, order, ctx=context(work))
-        c2, _ = series_coefficients(self.numeric_system, order, ctx=context(work + 10))
-        out = []
-        for a, b in zip(pick(c1), pick(c2)):
-            if abs(a - b) > 10.0 ** (-dps) * max(1, abs(b)):
-                raise ConvergenceError(f"moment not stable under a precision increase ({a} vs {b})", dps=dps)
-            out.append(a.real)
-        return out
+        return series_moments(self.numeric_system, k, 1 if self.law == "eigenvalues" else 2, dps)
 
     def _moments_float(self, k):
         try:
@@ -354,9 +343,6 @@ class SpectralLaw:
         ms = self._moments_float(8)
         r = max(abs(ms[j - 1]) ** (1 / j) for j in range(1, 9))
         return 0.0, 2.0 * r + 1e-3
-
-    def _z_of(self, x):
-        return x if self.law == "eigenvalues" else float(np.sqrt(x))
 
     # -- routes ---------------------------------------------------------------
     def _route(self, method, auto=False):
@@ -382,28 +368,7 @@ class SpectralLaw:
     @property
     def closed_form_data(self):
         """The :class:`~freeprob.scalar.closedform.LawData` the closed forms work from."""
-        return self._cache.get("closed-form", self._law_data)
-
-    def _law_data(self):
-        step = 1 if self.law == "eigenvalues" else 2
-
-        def moments(k):
-            if system_domain(self.numeric_system) is not None:
-                return True, self.moments(k)
-            return False, self.moments(k, dps=40)
-
-        def series_moments(system, k):
-            dom = system_domain(system, symbolic=True)
-            if dom is None:
-                return None
-            coeffs, _ = series_coefficients(system, step * k + 1, domain=dom)
-            return [coeffs[step * j + 1][0] for j in range(1, k + 1)]
-
-        def reference(z, dps):
-            return solve_point(self._numerics, lambda ctx: ctx.mpc(z), dps)
-
-        return LawData(self.name, self.law, self.system, self.numeric_system, MappingProxyType(self.values()),
-                       moments, series_moments, reference)
+        return self._cache.get("closed-form", lambda: _closed_form_data(self))
 
     def polynomial(self, symbolic=False, budget_seconds=60):
         """The irreducible polynomial ``Pi(g, z)`` with ``Pi(G(z), z) = 0``
@@ -432,8 +397,12 @@ class SpectralLaw:
         than :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns).
         """
         dps = check_dps(dps or 15)
-        return self._closed_or_dyson(method, lambda data: polynomial_support(data, dps),
-                                     lambda: self._support_dyson(dps, grid))
+        return self._closed_or_dyson(
+            method,
+            lambda data: polynomial_support(data, dps),
+            lambda: support_by_folds(self.numeric_system, self.density_fast, self.law, self.support_range(), grid, dps,
+                                     self.name),
+        )
 
     def support_fast(self, grid=2001, rel=1e-6):
         """Support intervals in double precision, from the fast density alone.
@@ -454,36 +423,8 @@ class SpectralLaw:
         -------
         list of (float, float)
         """
-        return list(self._cache.get(("support-fast", grid, rel), lambda: self._support_fast(grid, rel)))
-
-    def _support_fast(self, grid, rel):
-        f, kind = self.density_fast, self.law
-        xs, d, thr, pos = support_grid(f, kind, grid, probe_range(f, kind, self.name), self.name)
-        out = []
-        for i0, i1, hard_zero in support_runs(xs, d, pos, kind, self.name):
-            left = 0.0 if hard_zero else shrink_bracket(f, xs[i0 - 1], xs[i0], thr, rounds=12, rel=rel)[0]
-            right = shrink_bracket(f, xs[i1 + 1], xs[i1], thr, rounds=12, rel=rel)[0]
-            out.append((float(left), float(right)))
-        return tuple(out)
-
-    def _support_dyson(self, dps, grid):
-        f, kind = self.density_fast, self.law
-        xs, d, thr, pos = support_grid(f, kind, grid, self.support_range(), self.name)
-        ctx = context(dps + guard_digits(dps))
-
-        def edge(x_out, x_in):
-            # shrink the grid bracket in double precision first, so that Newton
-            # on the fold system starts well inside its basin
-            near, _ = shrink_bracket(f, x_out, x_in, thr, rounds=4, rel=1e-7)
-            e = ctx.mpf(refine_edge(self.numeric_system, self._z_of(near), dps,
-                                    bracket=(self._z_of(x_out), self._z_of(x_in))))
-            return e if kind == "eigenvalues" else e * e
-
-        out = []
-        for i0, i1, hard_zero in support_runs(xs, d, pos, kind, self.name):
-            left = ctx.mpf(0) if hard_zero else edge(xs[i0 - 1], xs[i0])
-            out.append((left, edge(xs[i1 + 1], xs[i1])))
-        return out
+        key = ("support-fast", grid, rel)
+        return list(self._cache.get(key, lambda: support_by_density(self.density_fast, self.law, grid, rel, self.name)))
 
     def atoms(self, dps=None, candidates=(0,), method=None):
         """Atoms ``[(x, mass), ...]`` with masses to ``dps`` digits (default 15).
@@ -502,19 +443,7 @@ class SpectralLaw:
             ctx = context(dps + guard_digits(dps))
             return [(ctx.mpf(a.x), ctx.mpf(a.mass)) for a in polynomial_atoms(data, dps)]
 
-        return self._closed_or_dyson(method, closed, lambda: self._atoms_dyson(dps, candidates))
-
-    def _atoms_dyson(self, dps, candidates):
-        ctx = context(dps + guard_digits(dps))
-        out = []
-        for x0 in candidates:
-            z0 = self._z_of(float(x0))
-            m = atom_mass(self.numeric_system, z0, dps)
-            if abs(m) > ctx.mpf(10) ** (-dps):
-                if m < 0:
-                    raise ConvergenceError(f"negative mass {m} at {x0}", point=x0, dps=dps)
-                out.append((ctx.mpf(x0), ctx.mpf(m)))
-        return out
+        return self._closed_or_dyson(method, closed, lambda: atoms_at(self.numeric_system, self.law, candidates, dps))
 
     def cdf_function(self, nodes=2000, atoms=None, grid=2001):
         """The distribution function as a :class:`~freeprob._cdf.DistributionTable` (double precision).
@@ -541,6 +470,29 @@ class SpectralLaw:
     def __repr__(self):
         r = ", ".join(f"{k}={v}" for k, v in self.ratios.items())
         return f"SpectralLaw({self.name!r}, law={self.law!r}, ratios={{{r}}})"
+
+
+def _closed_form_data(law):
+    """The plain data (and the two callables into the solvers) that :mod:`freeprob.scalar.closedform` works from."""
+    step = 1 if law.law == "eigenvalues" else 2
+    numeric = law.numeric_system
+
+    def moments(k):
+        exact = system_domain(numeric) is not None
+        return exact, law.moments(k) if exact else law.moments(k, dps=40)
+
+    def series_moments_of(system, k):
+        dom = system_domain(system, symbolic=True)
+        if dom is None:
+            return None
+        coeffs, _ = series_coefficients(system, step * k + 1, domain=dom)
+        return [coeffs[step * j + 1][0] for j in range(1, k + 1)]
+
+    def reference(z, dps):
+        return solve_point(law._numerics, lambda ctx: ctx.mpc(z), dps)
+
+    return LawData(law.name, law.law, law.system, numeric, MappingProxyType(law.values()), moments, series_moments_of,
+                   reference)
 
 
 def law_of(model):

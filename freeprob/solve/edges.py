@@ -18,10 +18,20 @@ import numpy as np
 
 from .._errors import ConvergenceError
 from .numeric import FastSystem, MPSystem
-from .._precision import context
+from .._precision import context, guard_digits
 from .newton import newton_mp, solve_fast
 
-__all__ = ["refine_edge", "atom_mass", "probe_range", "support_grid", "support_runs", "shrink_bracket"]
+__all__ = [
+    "refine_edge",
+    "atom_mass",
+    "atoms_at",
+    "probe_range",
+    "support_grid",
+    "support_runs",
+    "shrink_bracket",
+    "support_by_density",
+    "support_by_folds",
+]
 
 
 def _fold_residual(mpsys, unk, r, c):
@@ -294,3 +304,52 @@ def shrink_bracket(density, x_out, x_in, thr, rounds, rel):
         if abs(x_in - x_out) < rel * width:
             break
     return float(x_out), float(x_in)
+
+
+def _z_of(kind, x):
+    """The system's variable at the user point ``x`` (``sqrt(x)`` for squared singular values)."""
+    return x if kind == "eigenvalues" else float(np.sqrt(x))
+
+
+def support_by_density(density, kind, grid=2001, rel=1e-6, what="the law"):
+    """Support intervals in double precision from ``density`` alone (see ``SpectralLaw.support_fast``)."""
+    xs, d, thr, pos = support_grid(density, kind, grid, probe_range(density, kind, what), what)
+    out = []
+    for i0, i1, hard_zero in support_runs(xs, d, pos, kind, what):
+        left = 0.0 if hard_zero else shrink_bracket(density, xs[i0 - 1], xs[i0], thr, rounds=12, rel=rel)[0]
+        right = shrink_bracket(density, xs[i1 + 1], xs[i1], thr, rounds=12, rel=rel)[0]
+        out.append((float(left), float(right)))
+    return tuple(out)
+
+
+def support_by_folds(system, density, kind, range_, grid, dps, what="the law"):
+    """Support intervals with edges to ``dps`` digits: brackets on a ``density`` grid over ``range_``,
+    each refined by :func:`refine_edge` on the fold system; a hard edge at 0 is exactly 0."""
+    xs, d, thr, pos = support_grid(density, kind, grid, range_, what)
+    ctx = context(dps + guard_digits(dps))
+
+    def edge(x_out, x_in):
+        # shrink the grid bracket in double precision first, so that Newton
+        # on the fold system starts well inside its basin
+        near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
+        e = ctx.mpf(refine_edge(system, _z_of(kind, near), dps, bracket=(_z_of(kind, x_out), _z_of(kind, x_in))))
+        return e if kind == "eigenvalues" else e * e
+
+    out = []
+    for i0, i1, hard_zero in support_runs(xs, d, pos, kind, what):
+        left = ctx.mpf(0) if hard_zero else edge(xs[i0 - 1], xs[i0])
+        out.append((left, edge(xs[i1 + 1], xs[i1])))
+    return out
+
+
+def atoms_at(system, kind, candidates, dps):
+    """Atoms ``[(x, mass), ...]`` among ``candidates``: :func:`atom_mass` above ``10^-dps``."""
+    ctx = context(dps + guard_digits(dps))
+    out = []
+    for x0 in candidates:
+        m = atom_mass(system, _z_of(kind, float(x0)), dps)
+        if abs(m) > ctx.mpf(10) ** (-dps):
+            if m < 0:
+                raise ConvergenceError(f"negative mass {m} at {x0}", point=x0, dps=dps)
+            out.append((ctx.mpf(x0), ctx.mpf(m)))
+    return out
