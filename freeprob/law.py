@@ -390,7 +390,7 @@ class SpectralLaw:
         ``method="polynomial"``: the real roots of the discriminant of
         :meth:`polynomial` that are true edges. ``method="dyson"``: edges
         bracketed on a double-precision density grid and refined by Newton's
-        method on the fold system (see :mod:`freeprob._support`); a hard edge at
+        method on the fold system (see :mod:`freeprob.solve.edges`); a hard edge at
         0 of a squared-singular-value law is reported as exactly 0. By default
         the polynomial route is used when elimination finishes within 30
         seconds, the Dyson route otherwise (and directly for systems of more
@@ -446,7 +446,7 @@ class SpectralLaw:
         return self._closed_or_dyson(method, closed, lambda: atoms_at(self.numeric_system, self.law, candidates, dps))
 
     def cdf_function(self, nodes=2000, atoms=None, grid=2001):
-        """The distribution function as a :class:`~freeprob._cdf.DistributionTable` (double precision).
+        """The distribution function as a :class:`~freeprob.solve.cdf.DistributionTable` (double precision).
 
         Built from :meth:`support_fast` (on ``grid`` points), the fast density
         and the atoms (default :meth:`atoms`; pass ``[(x, mass), ...]`` when
