@@ -31,13 +31,13 @@ def timed(fn):
 def elimination_rows(names):
     rows = []
     for name in names:
-        law = fp.find_model(name).law()  # fresh: nothing cached
+        law = fp.law_of(fp.find_model(name))  # fresh: nothing cached
         t_num, cp = timed(lambda: cauchy_polynomial(law))
         t_sym, cps = timed(lambda: cauchy_polynomial(law, symbolic=True))
         # stage 3 only (resultants, factorizations, checks at the Dyson solution)
-        t_flint = eliminate(fp.find_model(name).law(), backend="flint").times["resultants"]
+        t_flint = eliminate(fp.law_of(fp.find_model(name)), backend="flint").times["resultants"]
         try:
-            t_sympy = eliminate(fp.find_model(name).law(), backend="sympy", budget_seconds=120).times["resultants"]
+            t_sympy = eliminate(fp.law_of(fp.find_model(name)), backend="sympy", budget_seconds=120).times["resultants"]
         except fp.EliminationError:
             t_sympy = float("nan")
         rows.append((name, cp.degrees, t_num, cps.degrees, t_sym, t_flint, t_sympy))
@@ -52,7 +52,7 @@ def elimination_rows(names):
 def density_rows(names, points):
     rows = []
     for name in names:
-        law = fp.find_model(name).law()
+        law = fp.law_of(fp.find_model(name))
         cauchy_polynomial(law)
         (a, b), = [(float(x), float(y)) for x, y in polynomial_support(law, 15)][:1]
         xs = np.linspace(a, b, points + 2)[1:-1]
@@ -85,7 +85,7 @@ def main(argv=None):
         names = args.models.split(",")
     else:
         # the models whose support/atoms use the polynomial route by default
-        sizes = {name: fp.find_model(name).law().system.n_unknowns for name in fp.builtin_models()}
+        sizes = {name: fp.law_of(fp.find_model(name)).system.n_unknowns for name in fp.builtin_models()}
         names = [name for name, r in sizes.items() if r <= POLYNOMIAL_MAX_UNKNOWNS]
         skipped = [f"{name} ({r} unknowns)" for name, r in sizes.items() if r > POLYNOMIAL_MAX_UNKNOWNS]
         if skipped:

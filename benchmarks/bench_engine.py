@@ -19,8 +19,8 @@ from _timing import best_of
 
 def main():
     rows = []
-    law = fp.find_model("attention-single-head").law()
-    lo, hi = law._range()
+    law = fp.law_of(fp.find_model("attention-single-head"))
+    lo, hi = law.support_range()
     grid = np.linspace(hi * 1e-4, hi, 1000)
     law.density_fast(grid[:5])  # build the numeric system once
     t_grid = best_of(lambda: law.density_fast(grid))
@@ -28,7 +28,7 @@ def main():
     t_mc = best_of(lambda: fp.sample_spectrum(law, 2000, rng), repeat=2)
     rows.append(("attention-single-head: 1000-point double grid / one MC sample at N=2000", t_grid, t_mc))
     for name, x in [("attention-single-head", "1.0"), ("marchenko-pastur", "1.0")]:
-        m = fp.find_model(name).law()
+        m = fp.law_of(fp.find_model(name))
         m.density_fast(np.array([1.0]))
         t_fast = best_of(lambda: m.density_fast(np.array([float(x)])))
         t_mp = best_of(lambda: m.density(x, dps=50))

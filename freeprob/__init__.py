@@ -22,7 +22,7 @@ from ._errors import (
 )
 from .attention.equivalence import GaussianEquivalent, gaussian_equivalent
 from .expr.tree import dims, expression_graph, gaussian, identity, wigner
-from .law import SpectralLaw, eigenvalue_law, singular_value_law
+from .law import SpectralLaw, eigenvalue_law, law_of, singular_value_law
 from .expr.modelfile import Model, builtin_models, find_model, load_model
 from .montecarlo.check import CheckReport, check, sample_spectrum
 from ._precision import fmt
@@ -89,6 +89,7 @@ __all__ = [
     "fmt",
     "gaussian",
     "identity",
+    "law_of",
     "singular_value_law",
     "wigner",
 ]

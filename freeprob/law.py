@@ -1,23 +1,39 @@
 """Limiting spectral laws: the orchestration layer.
 
-:class:`SpectralLaw` composes the symbolic reduction (:mod:`freeprob._model`),
-the numeric systems and solvers, and answers: Cauchy transform, density,
-support, atoms, moments, equations. :func:`eigenvalue_law` and
-:func:`singular_value_law` are the entry points.
+:class:`SpectralLaw` composes the symbolic reduction (:mod:`freeprob.reduce`),
+the numeric systems and solvers (:mod:`freeprob.solve`) and the closed forms
+(:mod:`freeprob.scalar.closedform`, which get plain data and a reference
+solve, never the law), and answers: Cauchy transform, density, support,
+atoms, moments, equations. :func:`eigenvalue_law`, :func:`singular_value_law`
+and :func:`law_of` are the entry points.
 """
+
+import threading
+from types import MappingProxyType
 
 import numpy as np
 import sympy
 
 from ._errors import ConvergenceError, DomainError, EliminationError
 from ._numbers import read_number
+from ._precision import check_dps, context, guard_digits, to_mpc, to_mpf
 from .expr.tree import Expr, leaves
 from .reduce.reduction import Reduction
-from .solve.numeric import FastSystem, MPSystem
-from ._precision import check_dps, context, guard_digits, to_mpc, to_mpf
-from .solve.newton import solve_fast, solve_mp
+from .scalar.closedform import (
+    LawData,
+    cauchy_polynomial,
+    polynomial_atoms,
+    polynomial_cauchy,
+    polynomial_density,
+    polynomial_support,
+)
+from .solve.cdf import tabulate
+from .solve.edges import atoms_at, support_by_density, support_by_folds
+from .solve.newton import solve_fast, solve_point
+from .solve.numeric import NumericSystems
+from .solve.series import series_coefficients, series_moments, system_domain
 
-__all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "singular_value_law"]
+__all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "singular_value_law"]
 
 
 #: Default route for support and atoms: systems with more unknowns skip the
@@ -26,13 +42,65 @@ __all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "singular
 #: 260 s. An explicit ``method="polynomial"`` still tries, within its budget.
 POLYNOMIAL_MAX_UNKNOWNS = 16
 
-
-def _exact_value(value, what):
-    return read_number(value, what=what)
+_METHODS = (None, "dyson", "polynomial")
 
 
-def _symbol_map(expr):
-    return {str(s): s for s in expr.free_scalars()}
+def _read_values(expr, ratios, params):
+    """``(ratios, params, dimensions)``: exact values keyed by symbol; :class:`DomainError` on bad input."""
+    dims = expr.dimensions()
+    symbols = {str(s): s for s in expr.free_scalars()}
+
+    def symbol(key, unknown):
+        sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
+        if sym is None:
+            raise DomainError(f"{unknown} {expr}")
+        return sym
+
+    exact_ratios = {}
+    for key, value in dict(ratios or {}).items():
+        sym = symbol(key, f"ratio given for {key}, which is not a dimension of")
+        v = read_number(value, what=f"ratio of {key}")
+        if not v > 0:
+            raise DomainError(f"the ratio of dimension {key} must be positive, got {value}")
+        exact_ratios[sym] = v
+    missing = [str(d) for d in dims if d not in exact_ratios]
+    if missing:
+        raise DomainError(f"no ratio given for the dimension(s) {', '.join(missing)} of {expr}")
+    exact_params = {}
+    for key, value in dict(params or {}).items():
+        sym = symbol(key, f"value given for {key}, which does not occur in")
+        exact_params[sym] = read_number(value, what=f"parameter {key}")
+    dimensions = tuple(dims) + tuple(s for s in exact_ratios if s not in dims)
+    return exact_ratios, exact_params, dimensions
+
+
+class _Cache:
+    """Everything a law computes once, behind one lock.
+
+    A value is built outside the lock (builds may take long, and may ask the
+    cache for other values); when two threads build the same key, the first
+    stored wins and both get it.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._values = {}
+
+    def get(self, key, build):
+        with self._lock:
+            if key in self._values:
+                return self._values[key]
+        value = build()
+        with self._lock:
+            return self._values.setdefault(key, value)
+
+    def peek(self, key):
+        with self._lock:
+            return self._values.get(key)
+
+    def put(self, key, value):
+        with self._lock:
+            self._values[key] = value
 
 
 class SpectralLaw:
@@ -62,75 +130,51 @@ class SpectralLaw:
     def __init__(self, expr, law="eigenvalues", ratios=None, params=None, name=None):
         if not isinstance(expr, Expr):
             raise TypeError(f"expected a matrix expression, got {expr!r}")
-        self.expr = expr
-        self.law = law
-        self.name = name or str(expr)
         leaves(expr)  # raises on clashing names
-        dims = expr.dimensions()
-        symbols = _symbol_map(expr)
-        ratios = dict(ratios or {})
-        params = dict(params or {})
-        self.ratios = {}
-        for key, value in ratios.items():
-            sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
-            if sym is None:
-                raise DomainError(f"ratio given for {key}, which is not a dimension of {expr}")
-            v = _exact_value(value, f"ratio of {key}")
-            if not v > 0:
-                raise DomainError(f"the ratio of dimension {key} must be positive, got {value}")
-            self.ratios[sym] = v
-        missing = [str(d) for d in dims if d not in self.ratios]
-        if missing:
-            raise DomainError(f"no ratio given for the dimension(s) {', '.join(missing)} of {expr}")
-        self.dimensions = tuple(dims) + tuple(s for s in self.ratios if s not in dims)
-        self.params = {}
-        for key, value in params.items():
-            sym = symbols.get(str(key)) if not isinstance(key, sympy.Symbol) else key
-            if sym is None:
-                raise DomainError(f"value given for {key}, which does not occur in {expr}")
-            self.params[sym] = _exact_value(value, f"parameter {key}")
-        self._reduction = None
-        self._numeric = None
-        self._fast = None
-        self._cdf = {}
-        self._support_fast = {}
+        exact_ratios, exact_params, dimensions = _read_values(expr, ratios, params)
+        init = object.__setattr__
+        init(self, "expr", expr)
+        init(self, "law", law)
+        init(self, "name", name or str(expr))
+        init(self, "ratios", MappingProxyType(exact_ratios))
+        init(self, "params", MappingProxyType(exact_params))
+        init(self, "dimensions", dimensions)
+        init(self, "_cache", _Cache())
         # the symbolic reduction runs now, so that bad input (shapes, scaling,
         # symmetry) is reported when the law is made, not at its first use
-        self.reduction
+        init(self, "reduction", Reduction(expr, law, dimensions))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"a SpectralLaw is immutable (cannot set {name!r}); make a new law instead")
+
+    def __delattr__(self, name):
+        raise AttributeError(f"a SpectralLaw is immutable (cannot delete {name!r})")
 
     # -- symbolic -------------------------------------------------------------
-    @property
-    def reduction(self):
-        """The symbolic :class:`~freeprob._model.Reduction` (computed once)."""
-        if self._reduction is None:
-            self._reduction = Reduction(self.expr, self.law, self.dimensions)
-        return self._reduction
-
     @property
     def system(self):
         """The reduced Dyson system with ratios and parameters as symbols."""
         return self.reduction.system
 
     def values(self):
-        """``{symbol: exact value}`` for ratios and parameters."""
-        out = dict(self.ratios)
-        out.update(self.params)
-        return out
+        """``{symbol: exact value}`` for ratios and parameters (a new dict)."""
+        return {**self.ratios, **self.params}
 
     @property
     def numeric_system(self):
         """The Dyson system with every ratio and parameter substituted (exact)."""
-        if self._numeric is None:
-            sub = self.system.subs(self.values())
-            if sub.symbols:
-                names = ", ".join(map(str, sub.symbols))
-                raise DomainError(f"give values for the parameter(s) {names} of {self.name}")
-            for leaf in leaves(self.expr):
-                v = leaf.variance.subs(self.values())
-                if v.is_number and not v > 0:
-                    raise DomainError(f"the variance of {leaf.name} is {v} at these values; it must be positive")
-            self._numeric = sub
-        return self._numeric
+        return self._cache.get("numeric", self._substitute)
+
+    def _substitute(self):
+        sub = self.system.subs(self.values())
+        if sub.symbols:
+            names = ", ".join(map(str, sub.symbols))
+            raise DomainError(f"give values for the parameter(s) {names} of {self.name}")
+        for leaf in leaves(self.expr):
+            v = leaf.variance.subs(self.values())
+            if v.is_number and not v > 0:
+                raise DomainError(f"the variance of {leaf.name} is {v} at these values; it must be positive")
+        return sub
 
     def equations(self, latex=False, symbolic=True):
         """The reduced Dyson equations as text (or LaTeX)."""
@@ -139,10 +183,13 @@ class SpectralLaw:
 
     # -- numeric, double precision --------------------------------------------
     @property
+    def _numerics(self):
+        return self._cache.get("numerics", lambda: NumericSystems(self.numeric_system))
+
+    @property
     def fast(self):
-        if self._fast is None:
-            self._fast = FastSystem(self.numeric_system)
-        return self._fast
+        """The double-precision :class:`~freeprob.solve.numeric.FastSystem`."""
+        return self._numerics.fast
 
     def _to_system_z(self, w):
         w = np.asarray(w, dtype=complex)
@@ -190,52 +237,13 @@ class SpectralLaw:
     # -- numeric, arbitrary precision -----------------------------------------
     def _solve_point(self, w, dps, on_axis):
         """Solve at one user point ``w`` (Im w >= 0) at ``dps`` digits; returns (G, solution)."""
-        work = dps + guard_digits(dps)
-        ctx = context(work)
-        wq = to_mpc(ctx, w)
         if self.law == "eigenvalues":
-            zs = wq
+            point, value = (lambda ctx: ctx.mpc(w)), None
         else:
-            zs = ctx.sqrt(wq)
-        eta = ctx.mpf(10) ** (-work)
-        if on_axis:
-            zs = ctx.mpc(zs.real, zs.imag + eta)
-        # double-precision start, slightly above the target
-        z0 = complex(zs)
-        if z0.imag < 1e-9 * (1 + abs(z0)):
-            z0 = complex(z0.real, 1e-9 * (1 + abs(z0)))
-        g0, outs0, conv, res = solve_fast(self.fast, np.array([z0]), raise_on_failure=False)
-        if not conv[0]:
-            raise ConvergenceError(
-                f"no verified starting point for Newton's method at {w} (double-precision residual "
-                f"{res[0]:.3g}): the point is at or next to an atom or a support edge; move it away, or ask "
-                f"for the atom's mass (atoms()) or the edge (support())",
-                point=w,
-                residual=float(res[0]),
-                dps=dps,
-            )
-        mpsys = MPSystem(self.numeric_system, ctx)
-        sol = solve_mp(mpsys, zs, [complex(x) for x in g0[0]], dps)
-        # stability under a precision increase: one more solve at +10 digits
-        ctx2 = context(work + 10)
-        mpsys2 = MPSystem(self.numeric_system, ctx2)
-        zs2 = to_mpc(ctx2, w)
-        zs2 = zs2 if self.law == "eigenvalues" else ctx2.sqrt(zs2)
-        if on_axis:
-            zs2 = ctx2.mpc(zs2.real, zs2.imag + ctx2.mpf(10) ** (-work))
-        sol2 = solve_mp(mpsys2, zs2, [ctx2.mpc(x) for x in sol.g], dps)
-        g1 = sol.outputs[0] if self.law == "eigenvalues" else sol.outputs[0] / zs
-        g2 = sol2.outputs[0] if self.law == "eigenvalues" else sol2.outputs[0] / zs2
-        diff = abs(ctx2.mpc(g1) - g2)
-        if diff > ctx2.mpf(10) ** (-dps) * (1 + abs(g2)):
-            raise ConvergenceError(
-                f"the value at {w} is not stable under a precision increase (change {ctx2.nstr(diff, 5)} at "
-                f"{work + 10} digits); ask for fewer digits or move away from the edge",
-                point=w,
-                residual=diff,
-                dps=dps,
-            )
-        return g1, sol
+            # hermitized variable zeta = sqrt(w), G = G_11 / zeta
+            point, value = (lambda ctx: ctx.sqrt(ctx.mpc(w))), (lambda z, outs: outs[0] / z)
+        sol = solve_point(self._numerics, point, dps, on_axis=on_axis, value=value, where=w)
+        return sol.value, sol
 
     def cauchy(self, z, dps=None, method="dyson"):
         """The Cauchy transform ``G(z) = int dmu(x)/(z - x)``.
@@ -262,10 +270,8 @@ class SpectralLaw:
         ConvergenceError
             When the value cannot be verified to ``dps`` digits.
         """
-        if self._method(method) == "polynomial":
-            from .scalar.closedform import polynomial_cauchy
-
-            return polynomial_cauchy(self, z, dps=check_dps(dps or 15))
+        if self._route(method) == "polynomial":
+            return polynomial_cauchy(self.closed_form_data, z, dps=check_dps(dps or 15))
         if dps is None:
             return complex(self.cauchy_fast(np.array([complex(z)]))[0])
         dps = check_dps(dps)
@@ -284,24 +290,32 @@ class SpectralLaw:
         ``max(1, |G|)``); a value below that is returned as exactly 0.
         ``method`` as in :meth:`cauchy`.
         """
-        if self._method(method) == "polynomial":
-            from .scalar.closedform import polynomial_density
-
-            return polynomial_density(self, x, dps=check_dps(dps or 15))
+        if self._route(method) == "polynomial":
+            return polynomial_density(self.closed_form_data, x, dps=check_dps(dps or 15))
         if dps is None:
             return float(self.density_fast(np.array([float(x)]))[0])
+        return self._density_point(x, dps, cauchy=False)[0]
+
+    def density_and_cauchy(self, x, dps):
+        """``(density, G(x + i0))`` at a real point ``x`` from one verified solve.
+
+        Each is the value :meth:`density` and :meth:`cauchy` give at ``dps`` digits.
+        """
+        return self._density_point(x, dps, cauchy=True)
+
+    def _density_point(self, x, dps, cauchy):
         dps = check_dps(dps)
         ctx = context(dps + guard_digits(dps))
         xq = to_mpf(ctx, x)
         if self.law == "squared-singular-values" and xq <= 0:
-            return ctx.mpf(0)
+            return ctx.mpf(0), (self._solve_point(ctx.mpc(xq), dps, on_axis=True)[0] if cauchy else None)
         g, _ = self._solve_point(xq, dps, on_axis=True)
         d = -g.imag / ctx.pi
         if abs(d) < ctx.mpf(10) ** (-dps) * max(1, abs(g)):
-            return ctx.mpf(0)
+            return ctx.mpf(0), g
         if d < 0:
             raise ConvergenceError(f"negative density {ctx.nstr(d, 5)} at x = {x}", point=x, dps=dps)
-        return d
+        return d, g
 
     # -- moments, support, atoms ---------------------------------------------
     def moments(self, k, dps=None):
@@ -311,29 +325,7 @@ class SpectralLaw:
         None); otherwise mpf values correct to ``10^-dps`` (default 15), checked
         by a second computation with 10 more digits.
         """
-        from .solve.series import series_coefficients, system_domain
-
-        # eigenvalues: G = sum m_j z^(-j-1); squared singular values (hermitized
-        # variable zeta): G_11 = sum m_j zeta^(-2j-1)
-        step = 1 if self.law == "eigenvalues" else 2
-        order = step * k + 1
-
-        def pick(coeffs):
-            return [coeffs[step * j + 1][0] for j in range(1, k + 1)]
-
-        if dps is None and system_domain(self.numeric_system) is not None:
-            coeffs, _ = series_coefficients(self.numeric_system, order)
-            return [sympy.nsimplify(x) if isinstance(x, sympy.Float) else sympy.simplify(x) for x in pick(coeffs)]
-        dps = check_dps(dps or 15)
-        work = dps + guard_digits(dps)
-        c1, _ = series_coefficients(self.numeric_system, order, ctx=context(work))
-        c2, _ = series_coefficients(self.numeric_system, order, ctx=context(work + 10))
-        out = []
-        for a, b in zip(pick(c1), pick(c2)):
-            if abs(a - b) > 10.0 ** (-dps) * max(1, abs(b)):
-                raise ConvergenceError(f"moment not stable under a precision increase ({a} vs {b})", dps=dps)
-            out.append(a.real)
-        return out
+        return series_moments(self.numeric_system, k, 1 if self.law == "eigenvalues" else 2, dps)
 
     def _moments_float(self, k):
         try:
@@ -342,8 +334,8 @@ class SpectralLaw:
             ms = self.moments(k, dps=15)
         return [float(sympy.re(m)) if isinstance(m, sympy.Basic) else float(m) for m in ms]
 
-    def _range(self):
-        """An interval that contains the support, from the even moments."""
+    def support_range(self):
+        """An interval ``(lo, hi)`` (floats) that contains the support, from the even moments."""
         if self.law == "eigenvalues":
             ms = self._moments_float(16)
             r = max(abs(ms[2 * j - 1]) ** (1 / (2 * j)) for j in range(1, 9))
@@ -352,35 +344,44 @@ class SpectralLaw:
         r = max(abs(ms[j - 1]) ** (1 / j) for j in range(1, 9))
         return 0.0, 2.0 * r + 1e-3
 
-    def _z_of(self, x):
-        return x if self.law == "eigenvalues" else float(np.sqrt(x))
-
-    def _default_route(self, method):
-        """``"dyson"`` by default for systems too large to eliminate (see :data:`POLYNOMIAL_MAX_UNKNOWNS`)."""
-        if method is None and self.system.n_unknowns > POLYNOMIAL_MAX_UNKNOWNS:
-            return "dyson"
-        return method
-
-    @staticmethod
-    def _method(method):
-        if method not in (None, "dyson", "polynomial"):
+    # -- routes ---------------------------------------------------------------
+    def _route(self, method, auto=False):
+        """``"dyson"``, ``"polynomial"``, or for ``auto`` and ``method=None`` ``"auto"``
+        (polynomial, falling back to Dyson; Dyson directly above :data:`POLYNOMIAL_MAX_UNKNOWNS`)."""
+        if method not in _METHODS:
             raise ValueError(f"method must be 'dyson' or 'polynomial', got {method!r}")
+        if method is None:
+            return "auto" if auto and self.system.n_unknowns <= POLYNOMIAL_MAX_UNKNOWNS else "dyson"
         return method
+
+    def _closed_or_dyson(self, method, closed, dyson):
+        route = self._route(method, auto=True)
+        if route != "dyson":
+            try:
+                self.polynomial(budget_seconds=30)
+                return closed(self.closed_form_data)
+            except (EliminationError, ConvergenceError, DomainError):
+                if route == "polynomial":
+                    raise
+        return dyson()
+
+    @property
+    def closed_form_data(self):
+        """The :class:`~freeprob.scalar.closedform.LawData` the closed forms work from."""
+        return self._cache.get("closed-form", lambda: _closed_form_data(self))
 
     def polynomial(self, symbolic=False, budget_seconds=60):
         """The irreducible polynomial ``Pi(g, z)`` with ``Pi(G(z), z) = 0``
-        (:func:`freeprob._closedform.cauchy_polynomial`); raises
+        (:func:`freeprob.scalar.closedform.cauchy_polynomial`); raises
         :class:`EliminationError` when elimination exceeds its budget."""
-        from .scalar.closedform import cauchy_polynomial
-
-        key = (symbolic, budget_seconds)
-        failed = getattr(self, "_elimination_failed", {})
-        if key in failed:
-            raise failed[key]
+        key = ("elimination-failed", symbolic, budget_seconds)
+        failed = self._cache.peek(key)
+        if failed is not None:
+            raise failed
         try:
-            return cauchy_polynomial(self, symbolic=symbolic, budget_seconds=budget_seconds)
+            return cauchy_polynomial(self.closed_form_data, symbolic=symbolic, budget_seconds=budget_seconds)
         except EliminationError as exc:
-            self._elimination_failed = {**failed, key: exc}
+            self._cache.put(key, exc)
             raise
 
     def support(self, dps=None, grid=2001, method=None):
@@ -389,24 +390,19 @@ class SpectralLaw:
         ``method="polynomial"``: the real roots of the discriminant of
         :meth:`polynomial` that are true edges. ``method="dyson"``: edges
         bracketed on a double-precision density grid and refined by Newton's
-        method on the fold system (see :mod:`freeprob._support`); a hard edge at
+        method on the fold system (see :mod:`freeprob.solve.edges`); a hard edge at
         0 of a squared-singular-value law is reported as exactly 0. By default
         the polynomial route is used when elimination finishes within 30
         seconds, the Dyson route otherwise (and directly for systems of more
         than :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns).
         """
         dps = check_dps(dps or 15)
-        method = self._default_route(self._method(method))
-        if method in (None, "polynomial"):
-            from .scalar.closedform import polynomial_support
-
-            try:
-                self.polynomial(budget_seconds=30)
-                return polynomial_support(self, dps)
-            except (EliminationError, ConvergenceError, DomainError):
-                if method == "polynomial":
-                    raise
-        return self._support_dyson(dps, grid)
+        return self._closed_or_dyson(
+            method,
+            lambda data: polynomial_support(data, dps),
+            lambda: support_by_folds(self.numeric_system, self.density_fast, self.law, self.support_range(), grid, dps,
+                                     self.name),
+        )
 
     def support_fast(self, grid=2001, rel=1e-6):
         """Support intervals in double precision, from the fast density alone.
@@ -427,121 +423,8 @@ class SpectralLaw:
         -------
         list of (float, float)
         """
-        key = (grid, rel)
-        if key in self._support_fast:
-            return list(self._support_fast[key])
-        xs, d, thr, pos = self._support_grid(grid, self._probe_range())
-        out = []
-        for i0, i1, hard_zero in self._support_runs(xs, d, pos):
-            left = 0.0 if hard_zero else self._shrink_bracket(xs[i0 - 1], xs[i0], thr, rounds=12, rel=rel)[0]
-            right = self._shrink_bracket(xs[i1 + 1], xs[i1], thr, rounds=12, rel=rel)[0]
-            out.append((float(left), float(right)))
-        self._support_fast[key] = tuple(out)
-        return out
-
-    def _support_dyson(self, dps, grid):
-        from .solve.edges import refine_edge
-
-        xs, d, thr, pos = self._support_grid(grid, self._range())
-        ctx = context(dps + guard_digits(dps))
-
-        def edge(x_out, x_in):
-            # shrink the grid bracket in double precision first, so that Newton
-            # on the fold system starts well inside its basin
-            near, _ = self._shrink_bracket(x_out, x_in, thr, rounds=4, rel=1e-7)
-            e = ctx.mpf(refine_edge(self.numeric_system, self._z_of(near), dps,
-                                    bracket=(self._z_of(x_out), self._z_of(x_in))))
-            return e if self.law == "eigenvalues" else e * e
-
-        out = []
-        for i0, i1, hard_zero in self._support_runs(xs, d, pos):
-            left = ctx.mpf(0) if hard_zero else edge(xs[i0 - 1], xs[i0])
-            out.append((left, edge(xs[i1 + 1], xs[i1])))
-        return out
-
-    def _probe_range(self):
-        """A range around the density seen on the doubling grid ``±2^k``, ``k = -6..16``."""
-        ks = 2.0 ** np.arange(-6, 17)
-        xs = ks if self.law == "squared-singular-values" else np.concatenate([-ks[::-1], ks])
-        d = np.nan_to_num(self.density_fast(xs))
-        top = float(np.max(d))
-        if not top > 0:
-            raise ConvergenceError(f"no positive density of {self.name} found on ±[2^-6, 2^16]")
-        r = 2 * float(np.max(np.abs(xs[d > 1e-6 * top])))
-        return (0.0, r) if self.law == "squared-singular-values" else (-r, r)
-
-    def _support_grid(self, grid, range_, max_widenings=12):
-        """A double-precision density grid on ``range_``, widened until its ends lie outside the support.
-
-        A finite number of moments (:meth:`_range`) or probes
-        (:meth:`_probe_range`) can underestimate an edge, so the range is
-        doubled while the density is still positive at an end.
-        """
-        lo, hi = range_
-        for _ in range(max_widenings):
-            if self.law == "squared-singular-values":
-                # geometric points below the first cell: a soft edge or a gap
-                # close to the atom at 0 is not merged with it
-                xs = np.concatenate([np.geomspace(hi * 1e-6, hi / grid, 25)[:-1], np.linspace(hi / grid, hi, grid)])
-            else:
-                xs = np.linspace(lo, hi, grid)
-            d = self.density_fast(xs)
-            finite = np.isfinite(d)
-            # threshold relative to a typical bulk value (a hard edge or an atom's
-            # Lorentzian tail must not set the scale)
-            bulk = d[finite & (d > 1e-9)]
-            thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
-            pos = finite & (d > thr)
-            wide_left = self.law == "eigenvalues" and pos[0]
-            if not pos[-1] and not wide_left:
-                return xs, d, thr, pos
-            width = hi - lo
-            hi = hi + width if pos[-1] else hi
-            lo = lo - width if wide_left else lo
-        raise ConvergenceError(
-            f"the density of {self.name} is still positive at the end of the range [{xs[0]}, {xs[-1]}] "
-            f"after {max_widenings} doublings: the law may not be compactly supported"
-        )
-
-    def _support_runs(self, xs, d, pos):
-        """Runs ``(i0, i1, hard_zero)`` of grid points with positive density that carry mass.
-
-        A run of negligible mass is the tail of an atom seen through ``eta > 0``
-        and is dropped; a run starting at the first grid point is a hard edge at
-        0 of a squared-singular-value law when the density grows towards 0.
-        """
-        runs = []
-        i = 0
-        while i < len(xs):
-            if not pos[i]:
-                i += 1
-                continue
-            j = i
-            while j + 1 < len(xs) and pos[j + 1]:
-                j += 1
-            seg = slice(max(i - 1, 0), min(j + 2, len(xs)))
-            if np.trapezoid(np.nan_to_num(d[seg]), xs[seg]) >= 1e-6:
-                hard_zero = i == 0
-                if hard_zero and not (self.law == "squared-singular-values" and d[0] >= d[1]):
-                    raise ConvergenceError(f"the density of {self.name} is positive at the start of the grid x = {xs[0]}")
-                runs.append((i, j, hard_zero))
-            i = j + 1
-        return runs
-
-    def _shrink_bracket(self, x_out, x_in, thr, rounds, rel):
-        """Shrink the bracket ``(x_out, x_in)`` of an edge by 16-point searches on ``density > thr``."""
-        width = abs(x_in - x_out)
-        for _ in range(rounds):
-            ts = np.linspace(x_out, x_in, 18)[1:-1]
-            inside = np.nonzero(np.nan_to_num(self.density_fast(ts)) > thr)[0]
-            if not len(inside):
-                x_out = ts[-1]  # the edge lies between the last point tried and x_in
-            else:
-                k = inside[0]
-                x_out, x_in = (ts[k - 1] if k > 0 else x_out), ts[k]
-            if abs(x_in - x_out) < rel * width:
-                break
-        return float(x_out), float(x_in)
+        key = ("support-fast", grid, rel)
+        return list(self._cache.get(key, lambda: support_by_density(self.density_fast, self.law, grid, rel, self.name)))
 
     def atoms(self, dps=None, candidates=(0,), method=None):
         """Atoms ``[(x, mass), ...]`` with masses to ``dps`` digits (default 15).
@@ -555,35 +438,15 @@ class SpectralLaw:
         directly).
         """
         dps = check_dps(dps or 15)
-        method = self._default_route(self._method(method))
-        if method in (None, "polynomial"):
-            from .scalar.closedform import polynomial_atoms
 
-            try:
-                self.polynomial(budget_seconds=30)
-                ctx = context(dps + guard_digits(dps))
-                return [(ctx.mpf(a.x), ctx.mpf(a.mass)) for a in polynomial_atoms(self, dps)]
-            except (EliminationError, ConvergenceError, DomainError):
-                if method == "polynomial":
-                    raise
-        return self._atoms_dyson(dps, candidates)
+        def closed(data):
+            ctx = context(dps + guard_digits(dps))
+            return [(ctx.mpf(a.x), ctx.mpf(a.mass)) for a in polynomial_atoms(data, dps)]
 
-    def _atoms_dyson(self, dps, candidates):
-        from .solve.edges import atom_mass
-
-        ctx = context(dps + guard_digits(dps))
-        out = []
-        for x0 in candidates:
-            z0 = self._z_of(float(x0))
-            m = atom_mass(self.numeric_system, z0, dps)
-            if abs(m) > ctx.mpf(10) ** (-dps):
-                if m < 0:
-                    raise ConvergenceError(f"negative mass {m} at {x0}", point=x0, dps=dps)
-                out.append((ctx.mpf(x0), ctx.mpf(m)))
-        return out
+        return self._closed_or_dyson(method, closed, lambda: atoms_at(self.numeric_system, self.law, candidates, dps))
 
     def cdf_function(self, nodes=2000, atoms=None, grid=2001):
-        """The distribution function as a :class:`~freeprob._cdf.DistributionTable` (double precision).
+        """The distribution function as a :class:`~freeprob.solve.cdf.DistributionTable` (double precision).
 
         Built from :meth:`support_fast` (on ``grid`` points), the fast density
         and the atoms (default :meth:`atoms`; pass ``[(x, mass), ...]`` when
@@ -591,18 +454,14 @@ class SpectralLaw:
         mass is not one, so a missed piece of support or a wrong atom never
         goes unnoticed.
         """
-        from .solve.cdf import tabulate
-
         if atoms is None:
             try:
                 atoms = self.atoms()
             except ConvergenceError:
                 atoms = []
         atoms = tuple((float(x), float(m)) for x, m in atoms)
-        key = (nodes, atoms, grid)
-        if key not in self._cdf:
-            self._cdf[key] = tabulate(self.density_fast, self.support_fast(grid), list(atoms), nodes=nodes)
-        return self._cdf[key]
+        return self._cache.get(("cdf", nodes, atoms, grid),
+                               lambda: tabulate(self.density_fast, self.support_fast(grid), list(atoms), nodes=nodes))
 
     def quantile(self, p):
         """The ``p``-quantile of the law (double precision)."""
@@ -611,6 +470,41 @@ class SpectralLaw:
     def __repr__(self):
         r = ", ".join(f"{k}={v}" for k, v in self.ratios.items())
         return f"SpectralLaw({self.name!r}, law={self.law!r}, ratios={{{r}}})"
+
+
+def _closed_form_data(law):
+    """The plain data (and the two callables into the solvers) that :mod:`freeprob.scalar.closedform` works from."""
+    step = 1 if law.law == "eigenvalues" else 2
+    numeric = law.numeric_system
+
+    def moments(k):
+        exact = system_domain(numeric) is not None
+        return exact, law.moments(k) if exact else law.moments(k, dps=40)
+
+    def series_moments_of(system, k):
+        dom = system_domain(system, symbolic=True)
+        if dom is None:
+            return None
+        coeffs, _ = series_coefficients(system, step * k + 1, domain=dom)
+        return [coeffs[step * j + 1][0] for j in range(1, k + 1)]
+
+    def reference(z, dps):
+        return solve_point(law._numerics, lambda ctx: ctx.mpc(z), dps)
+
+    return LawData(law.name, law.law, law.system, numeric, MappingProxyType(law.values()), moments, series_moments_of,
+                   reference)
+
+
+def law_of(model):
+    """The :class:`SpectralLaw` of a :class:`~freeprob.Model` (a model file's description).
+
+    Examples
+    --------
+    >>> import freeprob as fp
+    >>> fp.law_of(fp.find_model("wigner-semicircle")).moments(4)
+    [0, 1, 0, 2]
+    """
+    return SpectralLaw(model.expr, model.law_kind, model.ratios, model.params, name=model.name)
 
 
 def eigenvalue_law(expr, ratios, params=None, name=None):

@@ -90,7 +90,7 @@ def test_builder_uses_whatever_the_derivation_returns(monkeypatch):
 
 def test_single_head_reduces_to_the_builtin_model_without_values_and_outputs():
     """With V and W removed the head is the built-in single-head model: same c, same law at a point."""
-    ref = fp.find_model("attention-single-head").law()
+    ref = fp.law_of(fp.find_model("attention-single-head"))
     beta, mu1, c = att.softmax_coefficients()
     l, dqk = fp.dims("l dqk")
     Q, K, Z = fp.gaussian("Q", (l, dqk)), fp.gaussian("K", (l, dqk)), fp.gaussian("Z", (l, l))
@@ -146,7 +146,7 @@ def test_emitted_file_is_an_ordinary_model(tmp_path, heads, pattern):
     assert {str(k): v for k, v in again.params.items()} == {"beta": sympy.Rational(3, 2)}
     assert {str(k): v for k, v in again.ratios.items()}["d_out"] == sympy.Rational(1, 3)
     built = att.attention_law(heads, pattern, "3/2", d_h="1/4", d_out="1/3")
-    assert model.law().equations() == built.equations()
+    assert fp.law_of(model).equations() == built.equations()
 
 
 def test_shipped_attention_models_are_what_the_builder_emits():

@@ -37,7 +37,7 @@ def test_three_square_gaussians_against_free_multiplicative_convolution():
 
 
 def test_symmetrized_product_against_free_difference():
-    law = fp.find_model("symmetrized-product").law()  # (X Y^T + Y X^T)/n, p/n = 1/2
+    law = fp.law_of(fp.find_model("symmetrized-product"))  # (X Y^T + Y X^T)/n, p/n = 1/2
     lam = sympy.Rational(1, 2)
     mp = fp.MarchenkoPastur(lam)
     g, z = sympy.symbols("g z")
@@ -55,6 +55,6 @@ def test_symmetrized_product_against_free_difference():
 def test_three_rectangular_gaussians_monte_carlo():
     """Rectangular product of three (the built-in gaussian-product-3): Monte-Carlo
     at N = 2000 with the Richardson/t-test verdict of freeprob.check."""
-    law = fp.find_model("gaussian-product-3").law()
+    law = fp.law_of(fp.find_model("gaussian-product-3"))
     rep = fp.check(law, n=2000, reps=6, seed=7)
     assert rep.passed, rep.text()

@@ -13,6 +13,8 @@ import mpmath
 import pytest
 import sympy
 
+import freeprob as fp
+
 from freeprob.scalar.closedform import (
     cauchy_polynomial,
     dyson_series_moments,
@@ -53,7 +55,7 @@ def law_of(name, **values):
     key = (name, tuple(sorted(values.items())))
     if key not in _LAWS:
         model = find_model(name)
-        _LAWS[key] = (model.with_values(values) if values else model).law()
+        _LAWS[key] = fp.law_of(model.with_values(values) if values else model)
     return _LAWS[key]
 
 
@@ -175,7 +177,7 @@ def test_budget_is_a_hard_deadline():
 
 
 def test_budget_exceeded_raises_and_dyson_still_works():
-    law = find_model("wigner-plus-wishart").law()  # a fresh law: nothing cached
+    law = fp.law_of(find_model("wigner-plus-wishart"))  # a fresh law: nothing cached
     with pytest.raises(EliminationError, match="budget"):
         cauchy_polynomial(law, budget_seconds=0)
     assert law.density(1.0, dps=20) > 0
@@ -204,7 +206,7 @@ def test_narayana_symbolic():
 @pytest.mark.parametrize("name, order", [("gaussian-product", 2), ("gaussian-product-3", 3)])
 def test_fuss_catalan_for_square_products(name, order):
     # all ratios 1: moments of (X1...Xs)(X1...Xs)^T are Fuss-Catalan numbers binom((s+1)k, k)/(s k + 1)
-    law = law_of(name, **{d: 1 for d in ("n", "m", "q") if d in map(str, find_model(name).law().system.symbols)})
+    law = law_of(name, **{d: 1 for d in ("n", "m", "q") if d in map(str, fp.law_of(find_model(name)).system.symbols)})
     ms = exact_moments(law, 10)
     assert list(ms) == [math.comb((order + 1) * k, k) // (order * k + 1) for k in range(1, 11)]
 

@@ -163,11 +163,11 @@ def test_convergence_error_instead_of_a_wrong_value():
     """At an atom the density does not exist; at a square-root edge it cannot be
     verified to many digits (the value is not stable under a precision increase).
     Both raise ConvergenceError with the point and the precision, never a number."""
-    law = fp.find_model("marchenko-pastur").with_values({"p": "2"}).law()
+    law = fp.law_of(fp.find_model("marchenko-pastur").with_values({"p": "2"}))
     with pytest.raises(fp.ConvergenceError) as err:
         law.density("0", dps=30)
     assert err.value.dps == 30 and err.value.point is not None and err.value.residual is not None
-    sc = fp.find_model("wigner-semicircle").law()
+    sc = fp.law_of(fp.find_model("wigner-semicircle"))
     with pytest.raises(fp.ConvergenceError) as err:
         sc.density("2", dps=30)
     assert err.value.dps == 30

@@ -18,7 +18,7 @@ MODELS = sorted(fp.builtin_models())
 
 @pytest.fixture(scope="module", params=MODELS)
 def law(request):
-    return fp.find_model(request.param).law()
+    return fp.law_of(fp.find_model(request.param))
 
 
 def test_registry_is_complete():
@@ -57,7 +57,7 @@ def test_cauchy_at_infinity_matches_exact_moments(law):
 
 
 def test_moments_are_exact_rationals_when_ratios_are_rational():
-    law = fp.find_model("marchenko-pastur").law()
+    law = fp.law_of(fp.find_model("marchenko-pastur"))
     lam = sympy.Rational(1, 2)
     narayana = [sum(sympy.binomial(k, j) * sympy.binomial(k, j - 1) / k * lam ** (j - 1) for j in range(1, k + 1)) for k in range(1, 7)]
     assert law.moments(6) == narayana
@@ -73,7 +73,7 @@ def test_moments_are_exact_rationals_when_ratios_are_rational():
 )
 def test_atom_at_zero_for_rank_deficient_models(name, overrides, mass):
     """Rank of a product is the smallest inner dimension: the atom at 0 is 1 - rank/rows."""
-    law = fp.find_model(name).with_values(overrides).law()
+    law = fp.law_of(fp.find_model(name).with_values(overrides))
     atoms = law.atoms(dps=25)
     assert len(atoms) == 1 and atoms[0][0] == 0
     ctx = context(30)
@@ -81,7 +81,7 @@ def test_atom_at_zero_for_rank_deficient_models(name, overrides, mass):
 
 
 def test_no_atom_for_full_rank():
-    assert fp.find_model("marchenko-pastur").law().atoms(dps=20) == []
+    assert fp.law_of(fp.find_model("marchenko-pastur")).atoms(dps=20) == []
 
 
 @pytest.mark.slow
@@ -91,7 +91,7 @@ def test_monte_carlo_agreement_at_2000(name):
     extrapolation from N/2 and N, and each statistic must lie within the
     Student-t critical value (family-wise level 1e-3) of the theory, in units of
     its replicate standard error (see freeprob.montecarlo.check)."""
-    law = fp.find_model(name).law()
+    law = fp.law_of(fp.find_model(name))
     rep = fp.check(law, n=2000, reps=6, seed=12345)
     assert rep.passed, rep.text()
     # the KS distance shrinks with N (O(1/N) up to logarithms): allow one

@@ -8,7 +8,7 @@ from freeprob.montecarlo.check import sample_matrix, sizes_for, student_t_quanti
 
 
 def test_sizes_and_seeded_reproducibility():
-    law = fp.find_model("gaussian-product").law()
+    law = fp.law_of(fp.find_model("gaussian-product"))
     assert sizes_for(law, 100) == {s: int(round(float(r) * 100)) for s, r in law.ratios.items()}
     a = fp.sample_spectrum(law, 60, rng=1)
     b = fp.sample_spectrum(law, 60, rng=1)
@@ -40,7 +40,7 @@ def test_student_t_quantile():
 
 @pytest.mark.parametrize("name", ["marchenko-pastur", "wigner-plus-wishart"])
 def test_fast_check_passes(name):
-    law = fp.find_model(name).law()
+    law = fp.law_of(fp.find_model(name))
     rep = fp.check(law, n=400, reps=5, seed=11)
     assert rep.passed, rep.text()
 
@@ -56,8 +56,8 @@ def test_check_detects_a_wrong_theory():
     degrees of freedom, family-wise level 1e-3); with 5 times more N the margin
     grows 5 times."""
     model = fp.find_model("marchenko-pastur")
-    wrong = model.with_values({"p": "0.6"}).law()
-    right = model.law()
+    wrong = fp.law_of(model.with_values({"p": "0.6"}))
+    right = fp.law_of(model)
     rep = fp.check(right, n=400, reps=5, seed=11)
     assert rep.passed
     # sample the p = 0.5 model but compare with the p = 0.6 theory

@@ -46,6 +46,7 @@ import sympy
 
 from .._errors import DomainError, FreeProbError, RegimeError, ShapeError
 from .._numbers import read_number
+from ..law import law_of
 
 __all__ = [
     "PATTERNS",
@@ -624,7 +625,7 @@ def attention_expression(heads=1, pattern="mha", **ratios):
 
 @lru_cache(maxsize=256)
 def _law_of(cfg):
-    return _model_of(cfg).law()
+    return law_of(_model_of(cfg))
 
 
 def attention_law(heads=1, pattern="mha", beta=1, *, l=1, d_h=_DEFAULT_WIDTH, d_v=None, d_out=_DEFAULT_WIDTH,

@@ -17,6 +17,8 @@ import sympy
 from .._errors import EliminationError, FreeProbError
 from .._precision import check_dps, context, mp_to_str, to_mpf
 from .common import model_of
+from .. import law_of
+from ..scalar.closedform import cauchy_polynomial, exact_moments
 
 __all__ = ["polynomial_report", "moments_report", "add_closedform_parsers", "cmd_moments"]
 
@@ -46,12 +48,10 @@ def polynomial_report(law, latex=False, as_json=False):
     Examples
     --------
     >>> import freeprob as fp
-    >>> text = polynomial_report(fp.find_model("wigner-semicircle").law())
+    >>> text = polynomial_report(fp.law_of(fp.find_model("wigner-semicircle")))
     >>> text.splitlines()[1]
     'Pi(g, z) = g**2 - g*z + 1 = 0'
     """
-    from ..scalar.closedform import cauchy_polynomial
-
     num = cauchy_polynomial(law, symbolic=False)
     try:
         sym = cauchy_polynomial(law, symbolic=True)
@@ -151,13 +151,11 @@ def moments_report(law, k, exact=False, as_json=False, dps=15):
     Examples
     --------
     >>> import freeprob as fp
-    >>> print(moments_report(fp.find_model("marchenko-pastur").law(), 3, exact=True, as_json=True))
+    >>> print(moments_report(fp.law_of(fp.find_model("marchenko-pastur")), 3, exact=True, as_json=True))
     {"moments": ["1", "3/2", "11/4"]}
-    >>> print(moments_report(fp.find_model("marchenko-pastur").law(), 3, dps=5, as_json=True))
+    >>> print(moments_report(fp.law_of(fp.find_model("marchenko-pastur")), 3, dps=5, as_json=True))
     {"moments": ["1.0000", "1.5000", "2.7500"]}
     """
-    from ..scalar.closedform import exact_moments
-
     dps = check_dps(dps)
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise FreeProbError(f"-k must be a positive number of moments, got {k!r}")
@@ -188,7 +186,7 @@ def moments_report(law, k, exact=False, as_json=False, dps=15):
 def cmd_moments(args, out):
     """Handler of ``freeprob moments``."""
     model = model_of(args)
-    out.write(moments_report(model.law(), args.k, exact=args.exact, as_json=args.json, dps=args.dps) + "\n")
+    out.write(moments_report(law_of(model), args.k, exact=args.exact, as_json=args.json, dps=args.dps) + "\n")
 
 
 def add_closedform_parsers(subparsers):

@@ -22,7 +22,7 @@ import warnings
 import numpy as np
 import sympy
 
-from .. import FreeProbError, builtin_models, check, find_model
+from .. import FreeProbError, builtin_models, check, find_model, law_of
 from .._precision import context, mp_to_str
 from .attention import add_attention_parsers
 from .closedform import add_closedform_parsers, polynomial_report
@@ -53,7 +53,7 @@ def cmd_models(args, out):
 
 def cmd_equations(args, out):
     model = model_of(args)
-    law = model.law()
+    law = law_of(model)
     if getattr(args, "polynomial", False):
         out.write(polynomial_report(law, latex=args.latex, as_json=args.json) + "\n")
         return
@@ -91,7 +91,7 @@ def cmd_equations(args, out):
 
 def cmd_density(args, out):
     model = model_of(args)
-    law = model.law()
+    law = law_of(model)
     dps = args.dps
     points = []
     for tok in args.at.split(","):
@@ -99,8 +99,7 @@ def cmd_density(args, out):
         if not tok:
             continue
         x = tok
-        d = law.density(x, dps=dps)
-        g = law.cauchy(x, dps=dps)
+        d, g = law.density_and_cauchy(x, dps=dps)
         points.append({"x": tok, "density": number_text(d, dps), "cauchy": {"re": number_text(g.real, dps), "im": number_text(g.imag, dps)}})
     if args.json:
         out.write(json.dumps({"model": model.name, "law": model.law_kind, "dps": dps, "points": points}, indent=2) + "\n")
@@ -117,13 +116,13 @@ def _grid(spec, law):
             return np.linspace(float(a), float(b), int(n))
         except ValueError:
             raise FreeProbError(f"--grid expects A:B:N, got {spec!r}") from None
-    lo, hi = law._range()
+    lo, hi = law.support_range()
     return np.linspace(lo, hi, 201)
 
 
 def cmd_law(args, out):
     model = model_of(args)
-    law = model.law()
+    law = law_of(model)
     dps = args.dps or 15
     support = law.support(dps=dps)
     atoms = law.atoms(dps=dps)
@@ -206,7 +205,7 @@ def _plot_density(path, law, xs, dens, atoms, title):
 
 def cmd_check(args, out):
     model = model_of(args)
-    law = model.law()
+    law = law_of(model)
     rep = check(law, n=args.n, reps=args.reps, seed=args.seed)
     if args.plot:
         cdf = law.cdf_function()

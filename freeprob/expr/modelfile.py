@@ -29,6 +29,7 @@ functions ``sqrt``, ``exp``, ``log``, ...) extended with ``@`` and ``.T``
 import ast
 import tomllib
 from pathlib import Path
+from types import MappingProxyType
 
 import sympy
 
@@ -42,23 +43,30 @@ _KEYS = {"name", "description", "law", "expression", "dimensions", "parameters",
 
 
 class Model:
-    """A model read from a file: expression, law kind, ratios and parameters."""
+    """A model read from a file: expression, law kind, ratios and parameters.
+
+    A frozen description (``ratios`` and ``params`` are read-only mappings);
+    :func:`freeprob.law_of` builds its :class:`~freeprob.SpectralLaw`.
+    """
+
+    __slots__ = ("name", "description", "law_kind", "expression", "expr", "ratios", "params", "source")
 
     def __init__(self, name, description, law, expression, expr, ratios, params, source=None):
-        self.name = name
-        self.description = description
-        self.law_kind = law
-        self.expression = expression
-        self.expr = expr
-        self.ratios = ratios
-        self.params = params
-        self.source = source
+        init = object.__setattr__
+        init(self, "name", name)
+        init(self, "description", description)
+        init(self, "law_kind", law)
+        init(self, "expression", expression)
+        init(self, "expr", expr)
+        init(self, "ratios", MappingProxyType(dict(ratios)))
+        init(self, "params", MappingProxyType(dict(params)))
+        init(self, "source", source)
 
-    def law(self):
-        """The :class:`~freeprob.SpectralLaw` of this model."""
-        from ..law import SpectralLaw
+    def __setattr__(self, name, value):
+        raise AttributeError(f"a Model is immutable (cannot set {name!r}); use with_values for a changed copy")
 
-        return SpectralLaw(self.expr, self.law_kind, self.ratios, self.params, name=self.name)
+    def __delattr__(self, name):
+        raise AttributeError(f"a Model is immutable (cannot delete {name!r})")
 
     def with_values(self, overrides):
         """A copy with some dimensions or parameters replaced (``{name: value}``)."""

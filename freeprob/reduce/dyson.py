@@ -69,6 +69,17 @@ class DysonSystem:
             left |= c.free_symbols
         return DysonSystem(self.spaces, self.blocks, self.u, b, self.unknowns, eta, tuple(sorted(left, key=str)))
 
+    def map_coefficients(self, f):
+        """The same system with ``f`` applied to every coefficient of ``B`` and ``eta`` (symbols recomputed)."""
+        b = tuple(m.applyfunc(f) for m in self.b)
+        eta = tuple((s, i, j, k, f(c)) for s, i, j, k, c in self.eta)
+        left = set()
+        for m in b:
+            left |= m.free_symbols
+        for *_, c in eta:
+            left |= sympy.sympify(c).free_symbols
+        return DysonSystem(self.spaces, self.blocks, self.u, b, self.unknowns, eta, tuple(sorted(left, key=str)))
+
     def block_data(self, convert):
         """Per space ``(k, u, B, terms, reads)`` with every coefficient passed through ``convert``.
 

@@ -24,19 +24,20 @@ For squared singular values ``Π`` is written in ``w = ζ^2`` (the variable of
 Examples
 --------
 >>> import freeprob as fp
->>> law = fp.find_model("marchenko-pastur").law()
+>>> law = fp.law_of(fp.find_model("marchenko-pastur"))
 >>> cauchy_polynomial(law, symbolic=True).expr()
 g**2*p*z - g*n*z + g*n - g*p + n
 >>> exact_moments(law, 4)
 (1, 3/2, 11/4, 45/8)
 """
 
-import weakref
 from dataclasses import dataclass, field
+
+import time
 
 import sympy
 
-from .elimination import G_SYM, Z_SYM, ReducedSystem, eliminate
+from .elimination import G_SYM, Z_SYM, LawData, ReducedSystem, as_law_data, eliminate, symbolize
 from .._deadline import call_with_deadline
 from .._errors import ConvergenceError, DomainError, EliminationError
 from .._numbers import read_number
@@ -45,6 +46,7 @@ from .algebraic import AlgebraicLaw
 from .curves import at_infinity, moments_at_infinity, vanishing_order
 
 __all__ = [
+    "LawData",
     "CauchyPolynomial",
     "Edge",
     "Atom",
@@ -60,7 +62,6 @@ __all__ = [
 ]
 
 _SERIES_ORDER = 12
-_CACHE = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -157,11 +158,8 @@ def _specialize(expr, values):
 
 def _reference_moments(law, order):
     """``(exact, moments)``: exact sympy moments from the Dyson series, else 40-digit mpf values."""
-    from ..solve.series import system_domain
-
-    if system_domain(law.numeric_system) is not None:
-        return True, list(law.moments(order))
-    return False, list(law.moments(order, dps=40))
+    exact, ms = law.moments(order)
+    return exact, list(ms)
 
 
 def _check_factors(law, elim, values):
@@ -243,16 +241,15 @@ def cauchy_polynomial(law, symbolic=False, budget_seconds=60):
     Examples
     --------
     >>> import freeprob as fp
-    >>> law = fp.find_model("wigner-semicircle").law()
+    >>> law = fp.law_of(fp.find_model("wigner-semicircle"))
     >>> cauchy_polynomial(law).poly.as_expr()
     g**2 - g*z + 1
-    >>> law = fp.find_model("wigner-plus-wishart").law()
+    >>> law = fp.law_of(fp.find_model("wigner-plus-wishart"))
     >>> cauchy_polynomial(law).degrees
     (3, 1)
     """
-    import time
-
-    per_law = _CACHE.setdefault(law, {})
+    law = as_law_data(law)
+    per_law = law.memo
     if symbolic in per_law:
         return per_law[symbolic]
     if budget_seconds is not None:
@@ -291,7 +288,7 @@ def cauchy_polynomial(law, symbolic=False, budget_seconds=60):
     others = [i for i in range(len(elim.factors)) if i != elim.kept]
     reason = (
         f"kept factor {elim.kept} of {len(elim.factors)} (degree {poly.degree(G_SYM)} in g, "
-        f"{poly.degree(Z_SYM)} in {'w' if law.law != 'eigenvalues' else 'z'}): the only one that vanishes at "
+        f"{poly.degree(Z_SYM)} in {'w' if law.kind != 'eigenvalues' else 'z'}): the only one that vanishes at "
         f"the Dyson solution and has the branch g = 1/z + m_1/z^2 + ... with the exact moments "
         f"(checked through order {order - 1})"
     )
@@ -302,7 +299,7 @@ def cauchy_polynomial(law, symbolic=False, budget_seconds=60):
     timing["checks"] = t2 - t1
     timing["total"] = t2 - t0
     out = CauchyPolynomial(
-        poly, G_SYM, Z_SYM, law.law, symbolic, subst, values, elim.factors, elim.kept, checks, reason,
+        poly, G_SYM, Z_SYM, law.kind, symbolic, subst, values, elim.factors, elim.kept, checks, reason,
         order, elim.reduced, elim.steps, timing,
     )
     per_law[symbolic] = out
@@ -357,7 +354,8 @@ def polynomial_law(law, budget_seconds=60):
     Symbols standing for transcendental values (``c2 = e - 2``) are replaced
     by their exact sympy values, which the numerics evaluate at any precision.
     """
-    per_law = _CACHE.setdefault(law, {})
+    law = as_law_data(law)
+    per_law = law.memo
     if "algebraic" not in per_law:
         cp = cauchy_polynomial(law, symbolic=False, budget_seconds=budget_seconds)
         vals = {s: (_Constant(s, v) if _transcendental(v) else v) for s, v in cp.values.items()}
@@ -392,10 +390,11 @@ def polynomial_cauchy(law, z, dps=15):
     Examples
     --------
     >>> import freeprob as fp
-    >>> law = fp.find_model("wigner-semicircle").law()
+    >>> law = fp.law_of(fp.find_model("wigner-semicircle"))
     >>> fp.fmt(polynomial_cauchy(law, 1j, dps=30), 20)     # (sqrt(5) - 1)/2 i
     '0 - 0.61803398874989484820j'
     """
+    law = as_law_data(law)
     dps = check_dps(dps)
     return polynomial_law(law).cauchy(_exact_point(z), dps, method="polynomial")
 
@@ -409,13 +408,14 @@ def polynomial_density(law, x, dps=15):
     Examples
     --------
     >>> import freeprob as fp
-    >>> law = fp.find_model("marchenko-pastur").law()
+    >>> law = fp.law_of(fp.find_model("marchenko-pastur"))
     >>> fp.fmt(polynomial_density(law, 1, dps=30), 20)
     '0.42108439934779238984'
     """
+    law = as_law_data(law)
     dps = check_dps(dps)
     xv = _exact_point(x)
-    if law.law == "squared-singular-values" and float(sympy.sympify(xv)) <= 0:
+    if law.kind == "squared-singular-values" and float(sympy.sympify(xv)) <= 0:
         return context(dps).mpf(0)
     return polynomial_law(law).density(xv, dps, method="polynomial")
 
@@ -518,7 +518,7 @@ def _real_candidates(law, dps):
 
 
 def _mid_density(law, a, b):
-    if law.law == "squared-singular-values" and b <= 0:
+    if law.kind == "squared-singular-values" and b <= 0:
         return 0
     x = (a + b) / 2
     return polynomial_density(law, sympy.Rational(str(context(30).nstr(x, 25))), dps=15)
@@ -542,10 +542,11 @@ def polynomial_edges(law, dps=15):
     Examples
     --------
     >>> import freeprob as fp
-    >>> law = fp.find_model("wigner-semicircle").law()
+    >>> law = fp.law_of(fp.find_model("wigner-semicircle"))
     >>> [(fp.fmt(e.value, 5), e.side, e.minpoly.as_expr()) for e in polynomial_edges(law, dps=20)]
     [('-2.0000', 'left', z + 2), ('2.0000', 'right', z - 2)]
     """
+    law = as_law_data(law)
     dps = check_dps(dps)
     cands, ctx = _real_candidates(law, dps)
     if not cands:
@@ -553,7 +554,7 @@ def polynomial_edges(law, dps=15):
     pts = [c[0] for c in cands]
     far = 1 + max(abs(p) for p in pts)
     bounds = [pts[0] - far] + pts + [pts[-1] + far]
-    if law.law == "squared-singular-values":
+    if law.kind == "squared-singular-values":
         bounds[0] = min(bounds[0], ctx.mpf(-1))
     pos = [_mid_density(law, a, b) > 0 for a, b in zip(bounds, bounds[1:])]
     if pos[0] or pos[-1]:
@@ -570,6 +571,7 @@ def polynomial_edges(law, dps=15):
 
 def polynomial_support(law, dps=15):
     """Support intervals ``[(a, b), ...]`` (mpf at ``dps`` digits) from :func:`polynomial_edges`."""
+    law = as_law_data(law)
     edges = polynomial_edges(law, dps)
     out, start = [], None
     for e in edges:
@@ -634,10 +636,11 @@ def polynomial_atoms(law, dps=15):
     Examples
     --------
     >>> import freeprob as fp
-    >>> law = fp.find_model("marchenko-pastur").with_values({"p": 2}).law()
+    >>> law = fp.law_of(fp.find_model("marchenko-pastur").with_values({"p": 2}))
     >>> [(fp.fmt(a.x, 5), a.mass_exact) for a in polynomial_atoms(law)]
     [('0', 1/2)]
     """
+    law = as_law_data(law)
     dps = check_dps(dps)
     alg = polynomial_law(law)
     P = sympy.Poly(alg.poly.as_expr(), G_SYM, Z_SYM)
@@ -696,10 +699,11 @@ def exact_moments(law, k, symbolic=False):
     Examples
     --------
     >>> import freeprob as fp
-    >>> law = fp.find_model("marchenko-pastur").law()
+    >>> law = fp.law_of(fp.find_model("marchenko-pastur"))
     >>> [sympy.factor(m) for m in exact_moments(law, 3, symbolic=True)]
     [1, (n + p)/n, (n**2 + 3*n*p + p**2)/n**2]
     """
+    law = as_law_data(law)
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise DomainError(f"the number of moments must be a non-negative integer, got {k!r}")
     cp = cauchy_polynomial(law, symbolic=symbolic)
@@ -726,26 +730,22 @@ def dyson_series_moments(law, k, symbolic=True):
     Examples
     --------
     >>> import freeprob as fp
-    >>> law = fp.find_model("marchenko-pastur").law()
+    >>> law = fp.law_of(fp.find_model("marchenko-pastur"))
     >>> dyson_series_moments(law, 3)
     (1, (n + p)/n, (n**2 + 3*n*p + p**2)/n**2)
     """
-    from .elimination import symbolize
-    from ..solve.series import series_coefficients, system_domain
-
     if isinstance(k, bool) or not isinstance(k, int) or k < 0:
         raise DomainError(f"the number of moments must be a non-negative integer, got {k!r}")
+    law = as_law_data(law)
     sym = symbolize(law, symbolic)
     system = sym.system(law.system if symbolic else law.numeric_system)
-    dom = system_domain(system, symbolic=True)
-    if dom is None:
+    coeffs = law.series_moments(system, k)
+    if coeffs is None:
         raise DomainError(f"the coefficients of {law.name} are not rational functions of symbols")
-    step = 1 if law.law == "eigenvalues" else 2
-    coeffs, _ = series_coefficients(system, step * k + 1, domain=dom)
     back = {t: sympy.sqrt(rad) for t, rad in sym.roots}
     out = []
-    for j in range(1, k + 1):
-        m = sympy.sympify(coeffs[step * j + 1][0]).xreplace(back)
+    for c in coeffs:
+        m = sympy.sympify(c).xreplace(back)
         if sym.substitutions:
             m = m.xreplace({s: e for s, e in sym.substitutions.items() if s not in back})
         out.append(sympy.factor(sympy.radsimp(sympy.cancel(m))))

@@ -35,16 +35,15 @@ checks the kept factor again against the exact moment series.
 """
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import flint
-import numpy as np
 import sympy
 
 from .._errors import ConvergenceError, EliminationError
 from .._precision import context, to_mpc
 
-__all__ = ["Symbolized", "ReducedSystem", "Elimination", "symbolize", "reduce_system", "eliminate"]
+__all__ = ["LawData", "Symbolized", "ReducedSystem", "Elimination", "as_law_data", "symbolize", "reduce_system", "eliminate"]
 
 Z_SYM, G_OUT, G_SYM, W_SYM = sympy.symbols("z G g w")
 _CHECK_DPS = 60
@@ -73,6 +72,55 @@ class _Budget:
 # --------------------------------------------------------------------------
 # 1. coefficients: square roots and transcendental constants become symbols
 # --------------------------------------------------------------------------
+
+@dataclass(frozen=True, eq=False)
+class LawData:
+    """What the closed forms need to know of a spectral law, as plain data.
+
+    Built by the law (:meth:`freeprob.SpectralLaw.closed_form_data`); nothing
+    here calls back into a law object or a solver except through the two
+    callables.
+
+    Attributes
+    ----------
+    name : str
+    kind : {"eigenvalues", "squared-singular-values"}
+    system : DysonSystem
+        With ratios and parameters as symbols.
+    numeric_system : DysonSystem
+        With every ratio and parameter substituted.
+    values : Mapping
+        Symbol -> exact value of the ratios and parameters.
+    moments : callable
+        ``moments(k) -> (exact, [m_1, ..., m_k])``: exact sympy numbers from
+        the Dyson series when ``exact``, else mpf values to 40 digits.
+    series_moments : callable
+        ``series_moments(system, k)``: ``m_1..m_k`` from the series at
+        infinity of ``system`` (a DysonSystem with rational-function
+        coefficients), or None when its coefficients are not in such a field.
+    reference : callable
+        ``reference(z, dps)``: the verified Dyson solution (a
+        :class:`~freeprob.solve.newton.PointSolution`) at the point ``z`` of
+        the system's variable (Im z > 0).
+    memo : dict
+        Results computed from these data (polynomials), kept with them.
+    """
+
+    name: str
+    kind: str
+    system: object
+    numeric_system: object
+    values: object
+    moments: object
+    series_moments: object
+    reference: object
+    memo: dict = field(default_factory=dict, repr=False)
+
+
+def as_law_data(law):
+    """``law`` as :class:`LawData`: itself, or the ``closed_form_data`` of a spectral law."""
+    return law if isinstance(law, LawData) else law.closed_form_data
+
 
 @dataclass(frozen=True)
 class Symbolized:
@@ -111,7 +159,6 @@ class Symbolized:
 
     def system(self, system):
         """``system`` (a DysonSystem) with the same replacements in its coefficients."""
-        from ..reduce.dyson import DysonSystem
 
         def conv(c):
             c = sympy.sympify(c)
@@ -119,15 +166,7 @@ class Symbolized:
                 c = c.xreplace(rep)
             return c
 
-        b = tuple(m.applyfunc(conv) for m in system.b)
-        eta = tuple((s, i, j, k, conv(c)) for s, i, j, k, c in system.eta)
-        syms = set()
-        for m in b:
-            syms |= m.free_symbols
-        for *_, c in eta:
-            syms |= c.free_symbols
-        return DysonSystem(system.spaces, system.blocks, system.u, b, system.unknowns, eta,
-                           tuple(sorted(syms, key=str)))
+        return system.map_coefficients(conv)
 
 
 def _fresh(name, taken):
@@ -144,12 +183,13 @@ def symbolize(law, symbolic):
 
     Parameters
     ----------
-    law : SpectralLaw
+    law : LawData
     symbolic : bool
         Keep ratios and parameters as symbols (else substitute their exact values).
     """
+    law = as_law_data(law)
     system = law.system if symbolic else law.numeric_system
-    values = dict(law.values()) if symbolic else {}
+    values = dict(law.values) if symbolic else {}
     mats, gs = system.matrices(z=Z_SYM, eps=0)
     plain = set(system.symbols)
     taken = {str(s) for s in plain} | {str(s) for s in gs} | {"z", "G", "g", "w"}
@@ -426,6 +466,7 @@ def reduce_system(law, symbolic=False, budget=None, backend="flint"):
     equations : list of fmpz_mpoly
         The equations of ``reduced``, in ``ring``.
     """
+    law = as_law_data(law)
     budget = budget or _Budget(None, law.name)
     sym = symbolize(law, symbolic)
     system = law.system
@@ -531,26 +572,22 @@ class Elimination:
 
 
 def _true_point(law, z0, dps):
-    """Dyson solution (unknowns, output 0) at the system point ``z0``, at ``dps`` digits."""
-    from ..solve.numeric import FastSystem, MPSystem
-    from ..solve.newton import solve_fast, solve_mp
-
-    fast = FastSystem(law.numeric_system)
-    g0, _, conv, res = solve_fast(fast, np.array([complex(z0)]), raise_on_failure=False)
-    if not conv[0]:
-        raise ConvergenceError(f"no Dyson solution at z0 = {z0} to guide the elimination", point=z0)
-    ctx = context(dps + 20)
-    sol = solve_mp(MPSystem(law.numeric_system, ctx), ctx.mpc(z0), [complex(x) for x in g0[0]], dps)
-    return ctx, sol
+    """Verified Dyson solution (unknowns, output 0) at the system point ``z0``, at ``dps`` digits."""
+    try:
+        sol = law.reference(z0, dps)
+    except ConvergenceError as exc:
+        raise ConvergenceError(f"no Dyson solution at z0 = {z0} to guide the elimination: {exc}", point=z0) from exc
+    return context(sol.work_dps), sol
 
 
 def _probe_points(law):
     """Two generic points of the upper half plane (system variable) at the scale of the law."""
-    try:
-        m1, m2 = (complex(sympy.N(m, 20)).real for m in law.moments(2))
-    except (ValueError, ConvergenceError, TypeError):
-        m1, m2 = (float(m) for m in law.moments(2, dps=15))
-    if law.law == "eigenvalues":
+    exact, ms = law.moments(2)
+    if exact:
+        m1, m2 = (complex(sympy.N(m, 20)).real for m in ms)
+    else:
+        m1, m2 = (float(m) for m in ms)
+    if law.kind == "eigenvalues":
         s = max(abs(m2 - m1 * m1), 1e-300) ** 0.5
         return complex(m1 + 0.31 * s, 1.13 * s), complex(m1 - 0.53 * s, 0.71 * s)
     s = max(m2, 1e-300) ** 0.25  # zeta = sqrt(w), w ~ sqrt(m2)
@@ -567,7 +604,7 @@ def _point(ring, sym, law, z0, ctx, sol):
     out = sol.outputs[0]
     pt[ring.index[G_OUT]] = out
     pt[ring.index[Z_SYM]] = zc
-    if law.law == "eigenvalues":
+    if law.kind == "eigenvalues":
         pt[ring.index[G_SYM]] = out
         pt[ring.index[W_SYM]] = zc
     else:
@@ -662,6 +699,7 @@ def eliminate(law, symbolic=False, budget_seconds=60, backend="flint"):
     sympy instead of python-flint; it exists to measure the difference
     (``benchmarks/bench_closedform.py``).
     """
+    law = as_law_data(law)
     budget = _Budget(budget_seconds, law.name)
     times = {}
     t0 = time.perf_counter()
@@ -696,7 +734,7 @@ def eliminate(law, symbolic=False, budget_seconds=60, backend="flint"):
     if len(final) != 1:
         raise EliminationError(f"elimination of {law.name} left {len(final)} equations in G")
     f = final[0]
-    if law.law != "eigenvalues":
+    if law.kind != "eigenvalues":
         # G_11 = zeta g, zeta^2 = w: eliminate zeta
         gens = list(ring.ctx.gens())
         gens[ring.index[G_OUT]] = gens[ring.index[Z_SYM]] * gens[ring.index[G_SYM]]

@@ -17,11 +17,21 @@ Both work in the system's variable ``z`` (``z = x`` for eigenvalues,
 import numpy as np
 
 from .._errors import ConvergenceError
-from .numeric import MPSystem
-from .._precision import context
+from .numeric import FastSystem, MPSystem
+from .._precision import context, guard_digits
 from .newton import newton_mp, solve_fast
 
-__all__ = ["refine_edge", "atom_mass"]
+__all__ = [
+    "refine_edge",
+    "atom_mass",
+    "atoms_at",
+    "probe_range",
+    "support_grid",
+    "support_runs",
+    "shrink_bracket",
+    "support_by_density",
+    "support_by_folds",
+]
 
 
 def _fold_residual(mpsys, unk, r, c):
@@ -78,8 +88,6 @@ def refine_edge(system, z_out, dps, bracket=None):
     ------
     ConvergenceError
     """
-    from .numeric import FastSystem
-
     fast = FastSystem(system)
     g, outs, conv, res = solve_fast(fast, np.array([complex(z_out, 1e-12 * (1 + abs(z_out)))]), raise_on_failure=False)
     g = g[0].real
@@ -150,8 +158,6 @@ def atom_mass(system, z0, dps, output=0):
     decades of ``y`` spanned, since the system's condition number grows like
     ``1/y^2``. Returns an mpf.
     """
-    from .numeric import FastSystem
-
     n_steps = max(8, dps // 3 + 4)
     work = dps + 2 * (n_steps + 2) + 15
     ctx = context(work)
@@ -203,3 +209,147 @@ def atom_mass(system, z0, dps, output=0):
         point=z0,
         dps=dps,
     )
+
+
+# --------------------------------------------------------------------------
+# double-precision brackets from a density callable
+# --------------------------------------------------------------------------
+#
+# ``density(xs)`` is a vectorized double-precision density (NaN where it could
+# not be verified); ``kind`` is "eigenvalues" (support anywhere on the line) or
+# "squared-singular-values" (support in [0, inf), a hard edge or atom at 0).
+
+def probe_range(density, kind, what="the law"):
+    """A range around the density seen on the doubling grid ``±2^k``, ``k = -6..16``."""
+    ks = 2.0 ** np.arange(-6, 17)
+    xs = ks if kind == "squared-singular-values" else np.concatenate([-ks[::-1], ks])
+    d = np.nan_to_num(density(xs))
+    top = float(np.max(d))
+    if not top > 0:
+        raise ConvergenceError(f"no positive density of {what} found on ±[2^-6, 2^16]")
+    r = 2 * float(np.max(np.abs(xs[d > 1e-6 * top])))
+    return (0.0, r) if kind == "squared-singular-values" else (-r, r)
+
+
+def support_grid(density, kind, grid, range_, what="the law", max_widenings=12):
+    """A density grid ``(xs, d, threshold, positive)`` on ``range_``, widened until its ends lie outside the support.
+
+    A finite number of moments or probes can underestimate an edge, so the
+    range is doubled while the density is still positive at an end.
+    """
+    lo, hi = range_
+    for _ in range(max_widenings):
+        if kind == "squared-singular-values":
+            # geometric points below the first cell: a soft edge or a gap
+            # close to the atom at 0 is not merged with it
+            xs = np.concatenate([np.geomspace(hi * 1e-6, hi / grid, 25)[:-1], np.linspace(hi / grid, hi, grid)])
+        else:
+            xs = np.linspace(lo, hi, grid)
+        d = density(xs)
+        finite = np.isfinite(d)
+        # threshold relative to a typical bulk value (a hard edge or an atom's
+        # Lorentzian tail must not set the scale)
+        bulk = d[finite & (d > 1e-9)]
+        thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
+        pos = finite & (d > thr)
+        wide_left = kind == "eigenvalues" and pos[0]
+        if not pos[-1] and not wide_left:
+            return xs, d, thr, pos
+        width = hi - lo
+        hi = hi + width if pos[-1] else hi
+        lo = lo - width if wide_left else lo
+    raise ConvergenceError(
+        f"the density of {what} is still positive at the end of the range [{xs[0]}, {xs[-1]}] "
+        f"after {max_widenings} doublings: the law may not be compactly supported"
+    )
+
+
+def support_runs(xs, d, pos, kind, what="the law"):
+    """Runs ``(i0, i1, hard_zero)`` of grid points with positive density that carry mass.
+
+    A run of negligible mass is the tail of an atom seen through ``eta > 0``
+    and is dropped; a run starting at the first grid point is a hard edge at
+    0 of a squared-singular-value law when the density grows towards 0.
+    """
+    runs = []
+    i = 0
+    while i < len(xs):
+        if not pos[i]:
+            i += 1
+            continue
+        j = i
+        while j + 1 < len(xs) and pos[j + 1]:
+            j += 1
+        seg = slice(max(i - 1, 0), min(j + 2, len(xs)))
+        if np.trapezoid(np.nan_to_num(d[seg]), xs[seg]) >= 1e-6:
+            hard_zero = i == 0
+            if hard_zero and not (kind == "squared-singular-values" and d[0] >= d[1]):
+                raise ConvergenceError(f"the density of {what} is positive at the start of the grid x = {xs[0]}")
+            runs.append((i, j, hard_zero))
+        i = j + 1
+    return runs
+
+
+def shrink_bracket(density, x_out, x_in, thr, rounds, rel):
+    """Shrink the bracket ``(x_out, x_in)`` of an edge by 16-point searches on ``density > thr``."""
+    width = abs(x_in - x_out)
+    for _ in range(rounds):
+        ts = np.linspace(x_out, x_in, 18)[1:-1]
+        inside = np.nonzero(np.nan_to_num(density(ts)) > thr)[0]
+        if not len(inside):
+            x_out = ts[-1]  # the edge lies between the last point tried and x_in
+        else:
+            k = inside[0]
+            x_out, x_in = (ts[k - 1] if k > 0 else x_out), ts[k]
+        if abs(x_in - x_out) < rel * width:
+            break
+    return float(x_out), float(x_in)
+
+
+def _z_of(kind, x):
+    """The system's variable at the user point ``x`` (``sqrt(x)`` for squared singular values)."""
+    return x if kind == "eigenvalues" else float(np.sqrt(x))
+
+
+def support_by_density(density, kind, grid=2001, rel=1e-6, what="the law"):
+    """Support intervals in double precision from ``density`` alone (see ``SpectralLaw.support_fast``)."""
+    xs, d, thr, pos = support_grid(density, kind, grid, probe_range(density, kind, what), what)
+    out = []
+    for i0, i1, hard_zero in support_runs(xs, d, pos, kind, what):
+        left = 0.0 if hard_zero else shrink_bracket(density, xs[i0 - 1], xs[i0], thr, rounds=12, rel=rel)[0]
+        right = shrink_bracket(density, xs[i1 + 1], xs[i1], thr, rounds=12, rel=rel)[0]
+        out.append((float(left), float(right)))
+    return tuple(out)
+
+
+def support_by_folds(system, density, kind, range_, grid, dps, what="the law"):
+    """Support intervals with edges to ``dps`` digits: brackets on a ``density`` grid over ``range_``,
+    each refined by :func:`refine_edge` on the fold system; a hard edge at 0 is exactly 0."""
+    xs, d, thr, pos = support_grid(density, kind, grid, range_, what)
+    ctx = context(dps + guard_digits(dps))
+
+    def edge(x_out, x_in):
+        # shrink the grid bracket in double precision first, so that Newton
+        # on the fold system starts well inside its basin
+        near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
+        e = ctx.mpf(refine_edge(system, _z_of(kind, near), dps, bracket=(_z_of(kind, x_out), _z_of(kind, x_in))))
+        return e if kind == "eigenvalues" else e * e
+
+    out = []
+    for i0, i1, hard_zero in support_runs(xs, d, pos, kind, what):
+        left = ctx.mpf(0) if hard_zero else edge(xs[i0 - 1], xs[i0])
+        out.append((left, edge(xs[i1 + 1], xs[i1])))
+    return out
+
+
+def atoms_at(system, kind, candidates, dps):
+    """Atoms ``[(x, mass), ...]`` among ``candidates``: :func:`atom_mass` above ``10^-dps``."""
+    ctx = context(dps + guard_digits(dps))
+    out = []
+    for x0 in candidates:
+        m = atom_mass(system, _z_of(kind, float(x0)), dps)
+        if abs(m) > ctx.mpf(10) ** (-dps):
+            if m < 0:
+                raise ConvergenceError(f"negative mass {m} at {x0}", point=x0, dps=dps)
+            out.append((ctx.mpf(x0), ctx.mpf(m)))
+    return out

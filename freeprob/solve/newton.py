@@ -10,8 +10,10 @@ nothing of expressions.
   exactly 0.
 * :func:`solve_mp`: Newton's method in an mpmath context from a starting
   point (usually the double-precision solution), returned only if the
-  residual is below the tolerance, the answer lies in the right half-plane and
-  one more Newton step at higher precision does not move it.
+  residual is below the tolerance and the answer lies in the right half-plane.
+* :func:`solve_point`: the one verified high-precision point solve: guard
+  digits, the double-precision start, :func:`solve_mp`, and a second solve
+  with 10 more digits that must agree to the digits asked for.
 """
 
 from dataclasses import dataclass
@@ -19,8 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from .._errors import ConvergenceError
+from .._precision import context, guard_digits, to_mpc
+from .numeric import NumericSystems
 
-__all__ = ["DysonSolution", "solve_fast", "solve_mp", "newton_mp"]
+__all__ = ["DysonSolution", "PointSolution", "solve_fast", "solve_mp", "solve_point", "newton_mp"]
 
 
 @dataclass(frozen=True)
@@ -267,14 +271,13 @@ def newton_mp(mpsys, g, z, eps, tol, maxiter=60):
     return g, outs, res, it
 
 
-def solve_mp(mpsys, z, g0, dps, eps=0, check=None):
+def solve_mp(mpsys, z, g0, dps, eps=0):
     """High-precision solution at ``z`` from the start ``g0``.
 
     The context of ``mpsys`` must already carry guard digits beyond ``dps``.
-    The value is accepted only if the residual is below ``10^-(ctx.dps - 5)``,
-    ``Im G < 0`` on the ``u`` rows when ``Im z > 0`` (up to the tolerance), and
-    ``check(mpsys_hi)`` (a re-solve at higher precision supplied by the
-    caller), if given, agrees to ``10^-dps``.
+    The value is accepted only if the residual is below ``10^-(ctx.dps - 5)``
+    and ``Im G < 0`` on the ``u`` rows when ``Im z > 0`` (up to ``10^-dps``).
+    Stability under a precision increase is checked by :func:`solve_point`.
 
     Raises
     ------
@@ -308,3 +311,126 @@ def solve_mp(mpsys, z, g0, dps, eps=0, check=None):
                     dps=dps,
                 )
     return DysonSolution(z, tuple(g), tuple(outs), res, it, dps, "newton-mpmath", True)
+
+
+@dataclass(frozen=True)
+class PointSolution:
+    """A verified high-precision solution at one point (:func:`solve_point`).
+
+    Attributes
+    ----------
+    z : mpc
+        The point solved at (system variable, with the axis offset if any).
+    value : mpc
+        The checked quantity (``outputs[0]`` unless the caller maps it).
+    g, outputs : tuple of mpc
+        The unknowns and ``G`` on the ``u`` rows, at ``work_dps`` digits.
+    residual : mpf
+    iterations : int
+    dps : int
+        Digits asked for.
+    work_dps : int
+        Working digits (``dps`` plus guard digits) of ``z``, ``value``, ``g``, ``outputs``.
+    difference : mpf
+        ``|value - value'|`` against the second solve at ``work_dps + 10`` digits.
+    stable_digits : int
+        Digits on which the two solves agree (relative to ``1 + |value|``), at least ``dps``.
+    """
+
+    z: object
+    value: object
+    g: tuple
+    outputs: tuple
+    residual: object
+    iterations: int
+    dps: int
+    work_dps: int
+    difference: object
+    stable_digits: int
+
+
+def _first_output(z, outputs):
+    return outputs[0]
+
+
+def solve_point(system, z, dps, *, on_axis=False, value=None, where=None):
+    """The verified solution at one point to ``dps`` digits.
+
+    Parameters
+    ----------
+    system : NumericSystems or DysonSystem
+        A fully substituted system; pass a :class:`~freeprob.solve.numeric.NumericSystems`
+        to reuse its numeric forms across points.
+    z : number or callable
+        The point (``Im z >= 0``) in the system's variable, or ``z(ctx)``
+        giving it in an mpmath context (so that a derived point, such as a
+        square root, is computed at each working precision).
+    dps : int
+        Decimal digits asked for; the solve runs with :func:`guard_digits` more.
+    on_axis : bool
+        ``z`` is on the real axis: solve at ``z + i 10^-work``, the boundary value.
+    value : callable, optional
+        ``value(z, outputs)``: the quantity whose stability is checked (default ``outputs[0]``).
+    where : optional
+        The point as the caller knows it, for error messages.
+
+    Returns
+    -------
+    PointSolution
+
+    Raises
+    ------
+    ConvergenceError
+        With the point, the residual (or the change under the precision
+        increase) and ``dps``, when the double-precision start fails (at or
+        next to an atom or an edge), Newton's method does not converge, the
+        solution is in the wrong half-plane, or the second solve with 10 more
+        digits disagrees beyond ``10^-dps``.
+    """
+    systems = system if isinstance(system, NumericSystems) else NumericSystems(system)
+    point = z if callable(z) else (lambda ctx: to_mpc(ctx, z))
+    value = value or _first_output
+    where = z if where is None else where
+    work = dps + guard_digits(dps)
+
+    def at(ctx):
+        zs = point(ctx)
+        if on_axis:
+            zs = ctx.mpc(zs.real, zs.imag + ctx.mpf(10) ** (-work))
+        return zs
+
+    ctx = context(work)
+    zs = at(ctx)
+    # double-precision start, slightly above the target
+    z0 = complex(zs)
+    if z0.imag < 1e-9 * (1 + abs(z0)):
+        z0 = complex(z0.real, 1e-9 * (1 + abs(z0)))
+    g0, _, conv, res = solve_fast(systems.fast, np.array([z0]), raise_on_failure=False)
+    if not conv[0]:
+        raise ConvergenceError(
+            f"no verified starting point for Newton's method at {where} (double-precision residual "
+            f"{res[0]:.3g}): the point is at or next to an atom or a support edge; move it away, or ask "
+            f"for the atom's mass (atoms()) or the edge (support())",
+            point=where,
+            residual=float(res[0]),
+            dps=dps,
+        )
+    sol = solve_mp(systems.mp(ctx), zs, [complex(x) for x in g0[0]], dps)
+    # stability under a precision increase: one more solve at +10 digits
+    ctx2 = context(work + 10)
+    zs2 = at(ctx2)
+    sol2 = solve_mp(systems.mp(ctx2), zs2, [ctx2.mpc(x) for x in sol.g], dps)
+    v1 = value(zs, sol.outputs)
+    v2 = value(zs2, sol2.outputs)
+    diff = abs(ctx2.mpc(v1) - v2)
+    scale = 1 + abs(v2)
+    if diff > ctx2.mpf(10) ** (-dps) * scale:
+        raise ConvergenceError(
+            f"the value at {where} is not stable under a precision increase (change {ctx2.nstr(diff, 5)} at "
+            f"{work + 10} digits); ask for fewer digits or move away from the edge",
+            point=where,
+            residual=diff,
+            dps=dps,
+        )
+    stable = work + 10 if diff == 0 else max(dps, min(work + 10, int(-ctx2.log10(diff / scale))))
+    return PointSolution(zs, v1, sol.g, sol.outputs, sol.residual, sol.iterations, dps, work, diff, stable)

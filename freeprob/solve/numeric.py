@@ -9,15 +9,25 @@ the high-precision path. Both evaluate the same map
 and its Jacobian ``dPhi = read(F (d eta) F)``.
 """
 
+import copy
+import threading
 from dataclasses import dataclass
 
+import mpmath
 import numpy as np
 import sympy
 
-from .._errors import DomainError
+from .._errors import ConvergenceError, DomainError
 from .._precision import to_mpc
 
-__all__ = ["FastSystem", "MPSystem", "fast_system", "mp_system"]
+__all__ = ["FastSystem", "MPSystem", "NumericSystems", "fast_system", "mp_system"]
+
+#: python-flint keeps its working precision in one process-wide context, so
+#: ``flint.ctx.workprec`` in two threads at once would let one thread compute
+#: at (and restore) the other's precision. Every use of flint here holds this
+#: lock (python-flint does not release the GIL, so nothing runs in parallel
+#: that could otherwise).
+_FLINT_LOCK = threading.RLock()
 
 
 def _check_numeric(system):
@@ -170,12 +180,21 @@ class MPSystem:
         self.system = system
         self.ctx = ctx
         self.r = system.n_unknowns
+        self.bits = ctx.prec
         self.prec = ctx.prec + 20
         self.spaces = []
-        with flint.ctx.workprec(self.prec):
+        with _FLINT_LOCK, flint.ctx.workprec(self.prec):
             for k, u, b, terms, reads in system.block_data(lambda c: flint.acb(to_mpc(ctx, c))):
                 self.spaces.append((k, u, [[-x for x in row] for row in b], terms, reads))
         self.outputs = tuple(system.u)
+
+    def in_context(self, ctx):
+        """The same system for another context of the same precision (the balls are shared, not rebuilt)."""
+        if ctx.prec != self.bits:
+            raise ValueError(f"context precision {ctx.prec} bits differs from the system's {self.bits}")
+        out = copy.copy(self)
+        out.ctx = ctx
+        return out
 
     def _mpc(self, x):
         return self.ctx.make_mpc((x.real.mid()._mpf_, x.imag.mid()._mpf_))
@@ -184,10 +203,8 @@ class MPSystem:
         """``Phi(g)``, outputs and optionally the Jacobian, as lists of mpc."""
         import flint
 
-        from .._errors import ConvergenceError
-
         r = self.r
-        with flint.ctx.workprec(self.prec):
+        with _FLINT_LOCK, flint.ctx.workprec(self.prec):
             gb = [flint.acb(self.ctx.mpc(x)) for x in g]
             zb = flint.acb(self.ctx.mpc(z))
             eb = flint.acb(0, flint.arb(self.ctx.mpf(eps)))
@@ -226,3 +243,41 @@ class MPSystem:
 def mp_system(system, ctx):
     """The :class:`MPSystem` of a fully substituted Dyson system in the context ``ctx``."""
     return MPSystem(system, ctx)
+
+
+class NumericSystems:
+    """The numeric forms of one fully substituted system, each built once.
+
+    The :class:`FastSystem`, and one :class:`MPSystem` per working precision
+    (the sympy -> ball crossing is the expensive part of a high-precision
+    point). Safe to share between threads: construction is under a lock, and
+    :meth:`mp` hands each caller the cached balls bound to the caller's own
+    mpmath context (mpmath's linear algebra changes its context's precision
+    while it runs, so a context is never shared).
+    """
+
+    def __init__(self, system):
+        _check_numeric(system)
+        self.system = system
+        self._lock = threading.Lock()
+        self._fast = None
+        self._mp = {}
+
+    @property
+    def fast(self):
+        """The :class:`FastSystem` (built on first use)."""
+        with self._lock:
+            if self._fast is None:
+                self._fast = FastSystem(self.system)
+            return self._fast
+
+    def mp(self, ctx):
+        """The :class:`MPSystem` at the precision of ``ctx``, bound to ``ctx``."""
+        with self._lock:
+            mpsys = self._mp.get(ctx.prec)
+            if mpsys is None:
+                # built in a private context of the same precision, never handed out
+                own = mpmath.MPContext()
+                own.prec = ctx.prec
+                mpsys = self._mp[ctx.prec] = MPSystem(self.system, own)
+        return mpsys.in_context(ctx)

@@ -15,8 +15,9 @@ import sympy
 from sympy.polys.constructor import construct_domain
 
 from .._errors import ConvergenceError
+from .._precision import check_dps, context, guard_digits
 
-__all__ = ["series_coefficients", "system_domain"]
+__all__ = ["series_coefficients", "series_moments", "system_domain"]
 
 
 def system_domain(system, symbolic=False):
@@ -227,3 +228,37 @@ def _mp(ctx, x):
     x = sympy.sympify(x)
     num = sympy.Float(x.evalf(ctx.dps + 5), ctx.dps + 5)
     return ctx.make_mpf(num._mpf_)
+
+
+def series_moments(system, k, step=1, dps=None):
+    """The moments ``m_1, ..., m_k`` from the series of output 0 at infinity.
+
+    ``step`` is 1 when ``G = sum m_j z^(-j-1)`` (eigenvalues) and 2 for the
+    hermitized variable of squared singular values (``G_11 = sum m_j
+    zeta^(-2j-1)``). Exact sympy numbers when every coefficient is algebraic
+    and ``dps`` is None; otherwise mpf values correct to ``10^-dps`` (default
+    15), checked by a second computation with 10 more digits.
+
+    Raises
+    ------
+    ConvergenceError
+        When a moment changes beyond ``10^-dps`` under the precision increase.
+    """
+    order = step * k + 1
+
+    def pick(coeffs):
+        return [coeffs[step * j + 1][0] for j in range(1, k + 1)]
+
+    if dps is None and system_domain(system) is not None:
+        coeffs, _ = series_coefficients(system, order)
+        return [sympy.nsimplify(x) if isinstance(x, sympy.Float) else sympy.simplify(x) for x in pick(coeffs)]
+    dps = check_dps(dps or 15)
+    work = dps + guard_digits(dps)
+    c1, _ = series_coefficients(system, order, ctx=context(work))
+    c2, _ = series_coefficients(system, order, ctx=context(work + 10))
+    out = []
+    for a, b in zip(pick(c1), pick(c2)):
+        if abs(a - b) > 10.0 ** (-dps) * max(1, abs(b)):
+            raise ConvergenceError(f"moment not stable under a precision increase ({a} vs {b})", dps=dps)
+        out.append(a.real)
+    return out

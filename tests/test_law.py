@@ -1,0 +1,135 @@
+"""SpectralLaw as a shared value: one verified point solve, thread safety."""
+
+import threading
+
+import mpmath
+import pytest
+
+import freeprob as fp
+from freeprob.solve.newton import PointSolution, solve_point
+from freeprob.solve.numeric import NumericSystems
+
+
+def _law(name="marchenko-pastur"):
+    return fp.law_of(fp.find_model(name))
+
+
+def test_density_from_four_threads_equals_one_thread():
+    xs = [0.3, 0.5, 1.0, 1.5, 2.0, 2.5]
+    expected = [_law().density(x, dps=30) for x in xs]
+    law = _law()  # cold caches: the threads build them concurrently
+    results, errors = {}, []
+
+    def run(t):
+        try:
+            for _ in range(2):
+                for x in xs:
+                    results.setdefault((t, x), []).append(law.density(x, dps=30))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    for t in range(4):
+        for x, e in zip(xs, expected):
+            assert results[(t, x)] == [e, e]
+
+
+def test_solve_point_result():
+    law = _law("wigner-semicircle")
+    sol = solve_point(NumericSystems(law.numeric_system), 1j, 30)
+    assert isinstance(sol, PointSolution)
+    assert sol.dps == 30 and sol.work_dps > 30 and sol.stable_digits >= 30
+    # semicircle: G(i) = i (1 - sqrt(5)) / 2
+    g = sol.value
+    ctx = mpmath.MPContext()
+    ctx.dps = 50
+    exact = (1 - ctx.sqrt(5)) / 2
+    assert abs(g.real) < 1e-30
+    assert abs(g.imag - exact) < 1e-30
+    assert sol.value == sol.outputs[0]
+    assert sol.difference <= 10.0 ** -30 * (1 + abs(g))
+
+
+def test_solve_point_raises_at_an_atom():
+    law = fp.law_of(fp.find_model("marchenko-pastur").with_values({"p": 2}))
+    with pytest.raises(fp.ConvergenceError) as info:
+        solve_point(law.numeric_system, 0, 30, on_axis=True)
+    assert info.value.dps == 30
+
+
+def test_density_and_cauchy_match_the_separate_calls():
+    for name, x in [("marchenko-pastur", "1"), ("wigner-plus-wishart", "0.7"), ("gaussian-product", "0.5"), ("gaussian-product", "-1")]:
+        law = _law(name)
+        d, g = law.density_and_cauchy(x, dps=30)
+        assert d == law.density(x, dps=30)
+        assert g == law.cauchy(x, dps=30)
+
+
+def test_law_is_frozen():
+    law = _law()
+    with pytest.raises(AttributeError):
+        law.name = "other"
+    with pytest.raises(AttributeError):
+        law._elimination_failed = {}
+    with pytest.raises(TypeError):
+        law.ratios[next(iter(law.ratios))] = 3
+    with pytest.raises(TypeError):
+        law.params["x"] = 1
+    assert law.values() == {**law.ratios, **law.params}
+
+
+def test_model_is_a_frozen_description():
+    model = fp.find_model("marchenko-pastur")
+    assert not hasattr(model, "law")
+    with pytest.raises(AttributeError):
+        model.name = "other"
+    with pytest.raises(TypeError):
+        model.ratios[next(iter(model.ratios))] = 3
+    law = fp.law_of(model)
+    assert isinstance(law, fp.SpectralLaw) and law.name == model.name and law.law == model.law_kind
+
+
+def test_support_range_contains_the_support():
+    law = _law()
+    lo, hi = law.support_range()
+    (a, b), = law.support(dps=15)
+    assert lo < a < b < hi
+
+
+def test_closed_forms_get_data_not_the_law():
+    from freeprob.scalar.closedform import LawData, cauchy_polynomial
+
+    law = _law("wigner-semicircle")
+    data = law.closed_form_data
+    assert isinstance(data, LawData) and data is law.closed_form_data
+    assert cauchy_polynomial(data).poly == cauchy_polynomial(law).poly
+
+
+def test_layers_import_only_downward():
+    """solve/ and scalar/ import nothing above rank 1 (no law, no expr/reduce, no solver in scalar),
+    and no module imports a freeprob module inside a function."""
+    import ast
+    import pathlib
+
+    root = pathlib.Path(fp.__file__).parent
+    banned = {"solve": ("expr", "reduce", "scalar", "law"), "scalar": ("solve", "reduce", "law", "expr")}
+    for pkg, forbidden in banned.items():
+        for path in (root / pkg).glob("*.py"):
+            tree = ast.parse(path.read_text())
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ImportFrom) and node.level:
+                    head = (node.module or "").split(".")[0] if node.level == 2 else None
+                    assert head not in forbidden, f"{path.name} imports {node.module}"
+    for path in [root / "law.py", *(root / "solve").glob("*.py"), *(root / "scalar").glob("*.py")]:
+        tree = ast.parse(path.read_text())
+        for fn in ast.walk(tree):
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for node in ast.walk(fn):
+                    if isinstance(node, ast.ImportFrom):
+                        assert not node.level and not (node.module or "").startswith("freeprob"), (
+                            f"{path.name}:{node.lineno} imports {node.module} inside {fn.name}")
