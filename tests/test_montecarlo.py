@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import freeprob as fp
-from freeprob.montecarlo.check import sample_matrix, sizes_for, student_t_quantile
+from freeprob.montecarlo.sample import sample_matrix, sizes_for
+from freeprob.montecarlo.stats import student_t_quantile
 
 
 def test_sizes_and_seeded_reproducibility():
