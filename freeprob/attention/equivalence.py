@@ -20,7 +20,7 @@ attention the integration gives ``mu0 = 1``, ``mu1 = beta`` and
 ``mu_star_sq = exp(beta^2) - 1 - beta^2``.
 
 Parsing of a nonlinearity given as a string, and of parameter values, is in
-:mod:`freeprob._nonlinearity`.
+:mod:`freeprob._numbers`.
 """
 
 import signal
