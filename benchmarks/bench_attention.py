@@ -5,7 +5,7 @@ Figures are ratios measured in one run (machines are noisy):
 * the comparison table of ``freeprob attention compare`` (heads 1, 2, 4, 8;
   patterns mha, mqa, gqa:2, shared-v, tied-kv; allocation and width studies)
   in double precision (200-point grids, no 30-digit points, no Monte-Carlo),
-  from scratch (law caches cleared), against one real-softmax sample at the
+  from scratch (every call builds its own laws), against one real-softmax sample at the
   largest size the study samples (``N = 400`` with ``H = 8``, its
   Monte-Carlo confirmation) and against one sample at ``N = 2000``, ``H = 1``
   (the largest size of ``freeprob attention check``);
@@ -20,15 +20,10 @@ import time
 
 import numpy as np
 
-from freeprob.attention import model as att
-from freeprob.attention.compare import compare_patterns
+from freeprob import attention as att
+from freeprob.attention import compare_patterns
 
 from _timing import best_of
-
-
-def fresh():
-    for cache in (att._law_of, att._model_of):
-        cache.cache_clear()
 
 
 def main(argv=None):
@@ -39,11 +34,10 @@ def main(argv=None):
     heads = tuple(int(h) for h in args.heads.split(","))
     rng = np.random.default_rng(0)
     big = att.attention_config(max(heads), "mha", 1)
-    t_mc = best_of(lambda: big.sample(400, rng), repeat=3)
+    t_mc = best_of(lambda: att.sample_config(big, 400, rng), repeat=3)
     one = att.attention_config(1, "mha", 1)
-    t_mc2000 = best_of(lambda: one.sample(2000, rng), repeat=2)
+    t_mc2000 = best_of(lambda: att.sample_config(one, 2000, rng), repeat=2)
     rows = []
-    fresh()
     t = time.perf_counter()
     rep = compare_patterns(heads, points=0, mc_size=0)
     t_table = time.perf_counter() - t
@@ -52,7 +46,6 @@ def main(argv=None):
     rows.append((f"table in double precision (heads {args.heads}) / one real-softmax sample N=2000, H=1",
                  t_table, t_mc2000))
     if args.full:
-        fresh()
         t = time.perf_counter()
         full = compare_patterns(heads)
         t_full = time.perf_counter() - t

@@ -17,6 +17,7 @@ from ._errors import (
     ModelFileError,
     NotSelfAdjointError,
     RegimeError,
+    RegimeWarning,
     ScalingError,
     ShapeError,
 )
@@ -24,7 +25,8 @@ from .attention.equivalence import GaussianEquivalent, gaussian_equivalent
 from .expr.tree import dims, expression_graph, gaussian, identity, wigner
 from .law import SpectralLaw, eigenvalue_law, law_of, singular_value_law
 from .expr.modelfile import Model, builtin_models, find_model, load_model
-from .montecarlo.check import CheckReport, check, sample_spectrum
+from .montecarlo.check import CheckReport, check
+from .montecarlo.sample import sample_spectrum
 from ._precision import fmt
 from .scalar.laws import (
     Arcsine,
@@ -41,10 +43,15 @@ from .scalar.algebraic import (
     free_multiplicative_convolution,
     subordination,
 )
-from .attention.model import attention_config, attention_law, emit_model
-from .attention.check import check_attention
-from .attention.compare import compare_patterns
-from .attention.softmax import sample_attention
+from . import attention
+from .attention import (
+    attention_config,
+    attention_law,
+    check_attention,
+    compare_patterns,
+    emit_model,
+    sample_attention,
+)
 
 __all__ = [
     "AlgebraicLaw",
@@ -55,6 +62,7 @@ __all__ = [
     "compare_patterns",
     "emit_model",
     "Atomic",
+    "attention",
     "CheckReport",
     "FreePoisson",
     "GaussianEquivalent",
@@ -80,6 +88,7 @@ __all__ = [
     "ModelFileError",
     "NotSelfAdjointError",
     "RegimeError",
+    "RegimeWarning",
     "ScalingError",
     "ShapeError",
     "SpectralLaw",

@@ -13,6 +13,7 @@ __all__ = [
     "DomainError",
     "ConvergenceError",
     "RegimeError",
+    "RegimeWarning",
     "ModelFileError",
     "EliminationError",
 ]
@@ -73,6 +74,15 @@ class ConvergenceError(FreeProbError, ArithmeticError):
 
 class RegimeError(FreeProbError, ValueError):
     """A model outside the regime where the limiting law is valid."""
+
+
+class RegimeWarning(UserWarning):
+    """A configuration at the edge of the regime where the limiting law is valid.
+
+    The limiting law is still returned; at the stated size the finite system
+    is expected to differ from it by corrections of the stated relative size.
+    (A warning, not an error: it is not a :class:`FreeProbError`.)
+    """
 
 
 class ModelFileError(FreeProbError, ValueError):

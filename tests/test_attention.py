@@ -21,9 +21,10 @@ import pytest
 import sympy
 
 import freeprob as fp
-from freeprob.attention import model as att
+from freeprob import attention as att
 from freeprob.attention import check as chk
 from freeprob.cli.attention import add_attention_parsers
+from freeprob.montecarlo.stats import fit_trend
 from freeprob._errors import DomainError, RegimeError, ShapeError
 from freeprob._precision import context
 
@@ -70,7 +71,7 @@ def test_builder_uses_whatever_the_derivation_returns(monkeypatch):
         (b,) = ge.params
         return ge.__class__(**{**ge.__dict__, "mu_star_sq": 7 * sympy.exp(b ** 2)})
 
-    caches = (att.softmax_coefficients, att._model_of, att._law_of)
+    caches = (eq.softmax_coefficients,)  # the only cache: the derivation; laws are built per call
     for cache in caches:
         cache.cache_clear()
     monkeypatch.setattr(eq, "gaussian_equivalent", fake)
@@ -122,14 +123,14 @@ def test_each_pattern_builds_and_solves(heads, pattern):
 
 def test_sharing_is_realized_by_reusing_leaves():
     def names(h, p):
-        return sorted(m.name for m in att.attention_expression(h, p).leaves())
+        return sorted(m.name for m in att.attention_expression(att.attention_config(h, p)).leaves())
 
     assert names(2, "mha") == ["K1", "K2", "Q1", "Q2", "V1", "V2", "W1", "W2", "Z1", "Z2"]
     assert names(2, "mqa") == ["K", "Q1", "Q2", "V1", "V2", "W1", "W2", "Z1", "Z2"]
     assert names(4, "gqa:2") == sorted(["K1", "K2", "V1", "V2"] + [f"{x}{i}" for x in "QWZ" for i in range(1, 5)])
     assert names(2, "shared-v") == ["K1", "K2", "Q1", "Q2", "V", "W1", "W2", "Z1", "Z2"]
     assert names(2, "tied-kv") == ["K1", "K2", "Q1", "Q2", "W1", "W2", "Z1", "Z2"]
-    leaves = {m.name: m for m in att.attention_expression(2, "mha").leaves()}
+    leaves = {m.name: m for m in att.attention_expression(att.attention_config(2, "mha")).leaves()}
     l, d_v = sympy.Symbol("l", positive=True), sympy.Symbol("d_v", positive=True)
     assert leaves["V1"].variance == 1 / l
     assert leaves["W1"].variance == 1 / (2 * d_v)
@@ -141,7 +142,7 @@ def test_emitted_file_is_an_ordinary_model(tmp_path, heads, pattern):
     path = tmp_path / "m.toml"
     model = att.emit_model(path, heads, pattern, "3/2", d_h="1/4", d_out="1/3")
     again = fp.load_model(path)
-    assert again.expr == att.attention_expression(heads, pattern, d_h="1/4")
+    assert again.expr == att.attention_expression(att.attention_config(heads, pattern, d_h="1/4"))
     assert again.law_kind == "squared-singular-values"
     assert {str(k): v for k, v in again.params.items()} == {"beta": sympy.Rational(3, 2)}
     assert {str(k): v for k, v in again.ratios.items()}["d_out"] == sympy.Rational(1, 3)
@@ -159,6 +160,47 @@ def test_shipped_attention_models_are_what_the_builder_emits():
         values = {str(k): v for k, v in {**model.ratios, **model.params}.items()}
         cfg = att.attention_config(int(h), pattern, values.pop("beta"), **values)
         assert path.read_text() == att.model_text(cfg), path
+
+
+ROUND_TRIP = [(h, p) for h in (1, 2) for p in ("mha", "mqa", "gqa:2", "shared-v", "tied-kv")
+              if att.groups_divide(h, p)]
+
+
+@pytest.mark.parametrize("heads, pattern", ROUND_TRIP)
+def test_model_text_parses_back_to_the_built_expression(tmp_path, heads, pattern):
+    """The model file is only a serialization: loading it gives the expression the builder made.
+
+    Expressions are frozen dataclasses, so ``==`` is structural equality of
+    the whole tree (leaf names, shapes, kinds, variances, scalar coefficients
+    as sympy objects); the leaf variances are also compared one by one to
+    name the culprit if it ever fails."""
+    cfg = att.attention_config(heads, pattern, "3/2", d_h="1/4", d_out="1/3")
+    path = tmp_path / "m.toml"
+    path.write_text(att.model_text(cfg))
+    loaded = fp.load_model(path).expr
+    built = att.attention_expression(cfg)
+    assert {m.name: (m.shape, m.kind, m.variance) for m in loaded.leaves()} == \
+        {m.name: (m.shape, m.kind, m.variance) for m in built.leaves()}
+    assert loaded == built
+
+
+def test_same_system_is_structural():
+    """gqa:G with G = H is the mha graph: the same DysonSystem object-for-object; mqa is not (other
+    unknowns) and tied-kv is not; a different beta gives the same system but other values."""
+    mha = att.attention_law(2, "mha", 1)
+    assert att.same_system(att.attention_law(2, "gqa:2", 1), mha)
+    assert att.attention_law(2, "gqa:2", 1).system == mha.system
+    assert not att.same_system(att.attention_law(2, "mqa", 1), mha)
+    assert not att.same_system(att.attention_law(2, "tied-kv", 1), mha)
+    hotter = att.attention_law(2, "mha", "3/2")
+    assert hotter.system == mha.system and not att.same_system(hotter, mha)
+
+
+def test_groups_divide_is_checked_before_building():
+    assert att.groups_divide(4, "gqa:2") and not att.groups_divide(3, "gqa:2")
+    assert att.groups_divide(3, "mha") and att.groups_divide(3, "bogus")  # other errors are head_plan's
+    configs = att.compare.plan_configs((1, 3, 4), ("mha", "gqa:2"), 1)
+    assert sorted(configs) == [(1, "mha"), (3, "mha"), (4, "gqa:2"), (4, "mha")]
 
 
 def test_input_errors():
@@ -238,8 +280,8 @@ def test_large_beta_is_far_from_the_law_in_real_softmax():
     cfg_hot = att.attention_config(1, "mha", "5/2")
     cfg_ok = att.attention_config(1, "mha", 1)
     rng = np.random.default_rng(7)
-    hot = np.array([cfg_hot.sample(400, rng).mean() for _ in range(4)])
-    ok = np.array([cfg_ok.sample(400, rng).mean() for _ in range(8)])
+    hot = np.array([att.sample_config(cfg_hot, 400, rng).mean() for _ in range(4)])
+    ok = np.array([att.sample_config(cfg_ok, 400, rng).mean() for _ in range(8)])
     limit_hot = 0.5 * (math.exp(6.25) - 1)
     limit_ok = 0.5 * (math.e - 1)
     assert hot.mean() < 0.2 * limit_hot
@@ -263,7 +305,7 @@ def test_fit_trend_recovers_a_known_trend_within_its_standard_error():
             x = 0.3 + 0.5 / math.sqrt(n) - 4 / n + rng.standard_normal(r) * 2 / n
             means.append(x.mean())
             variances.append(x.var(ddof=1))
-        f = chk.fit_trend(sizes, reps, means, variances)
+        f = fit_trend(sizes, reps, means, variances)
         zs.append((f["coef"][0] - 0.3) / f["se"][0])
     zs = np.array(zs)
     # 40 standardized estimates (t with 28 df): mean within 4/sqrt(40), spread near 1
@@ -284,7 +326,7 @@ def test_the_check_has_power():
     wrong = att.attention_law(2, "mha", 1)
 
     def sample(n, rng):
-        return cfg.sample(n, rng)
+        return att.sample_config(cfg, n, rng)
 
     rep = chk.multi_size_check(sample, wrong, chk.rank_atom(cfg), (150, 300, 600), reps=(16, 8, 4), seed=5)
     assert not rep.passed

@@ -4,7 +4,8 @@ import numpy as np
 import pytest
 
 import freeprob as fp
-from freeprob.montecarlo.check import sample_matrix, sizes_for, student_t_quantile
+from freeprob.montecarlo.sample import sample_matrix, sizes_for
+from freeprob.montecarlo.stats import student_t_quantile
 
 
 def test_sizes_and_seeded_reproducibility():
@@ -74,3 +75,57 @@ def test_check_detects_a_wrong_theory():
     swapped.params = right.params
     rep = _montecarlo.check(swapped, n=400, reps=5, seed=11)
     assert not rep.passed
+
+
+def _freeprob_imports(path):
+    """``(module, names, inside_function)`` of every freeprob import of a file, resolved to absolute names."""
+    import ast
+
+    package = ".".join(path.relative_to(ROOT).with_suffix("").parts[:-1])
+    tree = ast.parse(path.read_text())
+    parents = {}
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            parents[child] = node
+
+    def in_function(node):
+        while node in parents:
+            node = parents[node]
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                return True
+        return False
+
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[: len(package.split(".")) - node.level + 1]
+                module = ".".join(base + ([node.module] if node.module else []))
+            else:
+                module = node.module or ""
+            if module.split(".")[0] == "freeprob":
+                out.append((module, [a.name for a in node.names], in_function(node)))
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.split(".")[0] == "freeprob":
+                    out.append((a.name, [], in_function(node)))
+    return out
+
+
+ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
+LOW = ("freeprob._errors", "freeprob._numbers", "freeprob._precision", "freeprob._deadline")
+
+
+@pytest.mark.parametrize("package, allowed", [
+    ("montecarlo", LOW + ("freeprob.expr", "freeprob.solve.cdf", "freeprob.montecarlo")),
+    ("attention", LOW + ("freeprob.expr", "freeprob.law", "freeprob.montecarlo", "freeprob.attention")),
+])
+def test_layer_imports(package, allowed):
+    """The import rule of the layout for montecarlo/ (rank 3) and attention/ (rank 5): only the allowed
+    packages, at module top, and no private name of another module."""
+    for path in sorted((ROOT / "freeprob" / package).glob("*.py")):
+        for module, names, inside in _freeprob_imports(path):
+            assert not inside, (path.name, module)
+            assert module.startswith(allowed), (path.name, module)
+            if module != f"freeprob.{package}" and not module.startswith(LOW):
+                assert not [n for n in names if n.startswith("_")], (path.name, module, names)

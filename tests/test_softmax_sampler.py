@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from freeprob._errors import DomainError, RegimeError, ShapeError
-from freeprob.attention.softmax import (
+from freeprob.attention import (
     PATTERNS,
     attention_sizes,
     sample_attention,

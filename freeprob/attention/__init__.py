@@ -2,25 +2,74 @@
 head allocation and sharing pattern, their laws, the real-softmax check and
 the pattern comparison.
 
+The public names, by step:
+
+* configuration: :func:`attention_config`, :class:`AttentionConfig`,
+  :func:`head_plan`, :func:`groups_divide`, ``PATTERNS``;
+* regime: :func:`check_regime`, :func:`regime_parameter`,
+  :class:`RegimeWarning`;
+* law: :func:`softmax_coefficients`, :func:`attention_expression`,
+  :func:`attention_law`, :func:`model_text`, :func:`emit_model`;
+* sampling: :func:`sample_attention`, :func:`sample_config`,
+  :func:`config_sizes`;
+* checks: :func:`check_attention`, :func:`multi_size_check`,
+  :func:`compare_patterns` (with :func:`allocation_study`,
+  :func:`width_study`), :func:`plot_check`.
+
+The functions keep their descriptive names (``attention_law`` rather than
+``law``): the short names ``config``, ``check`` and ``compare`` are the
+submodules of this package, and a function of the same name would hide them.
+
 >>> from freeprob import attention
 >>> cfg = attention.attention_config(heads=2, pattern="mqa")
 >>> cfg.heads
 2
 """
 
-from .check import check_attention
-from .compare import compare_patterns
-from .equivalence import GaussianEquivalent, gaussian_equivalent
-from .model import attention_config, attention_law, emit_model
-from .softmax import sample_attention
+from .._errors import RegimeWarning
+from .check import CheckReport, check_attention, multi_size_check, rank_atom
+from .compare import ComparisonReport, allocation_study, compare_patterns, same_system, width_study
+from .config import PATTERNS, AttentionConfig, attention_config, groups_divide, head_plan
+from .equivalence import GaussianEquivalent, command_line_report, gaussian_equivalent, softmax_coefficients
+from .model import attention_expression, attention_law, emit_model, model_text
+from .plots import plot_check, plot_comparison
+from .regime import BETA_WARN, REGIME_REFUSE, REGIME_WARN, check_regime, regime_parameter
+from .softmax import attention_sizes, config_sizes, sample_attention, sample_config, softmax_gaussian_equivalent
 
 __all__ = [
+    "BETA_WARN",
+    "PATTERNS",
+    "REGIME_REFUSE",
+    "REGIME_WARN",
+    "AttentionConfig",
+    "CheckReport",
+    "ComparisonReport",
     "GaussianEquivalent",
+    "RegimeWarning",
+    "allocation_study",
     "attention_config",
+    "attention_expression",
     "attention_law",
+    "attention_sizes",
     "check_attention",
+    "check_regime",
+    "command_line_report",
     "compare_patterns",
+    "config_sizes",
     "emit_model",
     "gaussian_equivalent",
+    "groups_divide",
+    "head_plan",
+    "model_text",
+    "multi_size_check",
+    "plot_check",
+    "plot_comparison",
+    "rank_atom",
+    "regime_parameter",
+    "same_system",
     "sample_attention",
+    "sample_config",
+    "softmax_coefficients",
+    "softmax_gaussian_equivalent",
+    "width_study",
 ]

@@ -4,7 +4,7 @@ Multi-size check (:func:`check_attention`)
 ------------------------------------------
 Real softmax converges to its limit more slowly than a Gaussian polynomial,
 and one size is not evidence. The check samples real multi-head softmax
-attention (:func:`freeprob._softmax.sample_attention`) at several sizes
+attention (:func:`freeprob.attention.sample_attention`) at several sizes
 ``N`` (``l = round(N * ratio_l)`` and so on), computes bulk statistics of each
 spectrum, subtracts the theory at the same size, and fits the per-size means
 of the differences by weighted least squares,
@@ -37,7 +37,9 @@ included):
 * counting statistics ``#{x_i <= q}/l`` at quantiles ``q`` of the absolutely
   continuous part of the law, against ``F(q)``.
 
-The pattern comparison is in :mod:`freeprob._attention_compare`.
+The statistics and the trend fit are in :mod:`freeprob.montecarlo.stats`,
+the figure in :mod:`freeprob.attention.plots`, the pattern comparison in
+:mod:`freeprob.attention.compare`.
 """
 
 import math
@@ -48,15 +50,18 @@ import numpy as np
 import sympy
 
 from .._errors import DomainError
+from ..montecarlo.sample import spawn_generators
+from ..montecarlo.stats import bulk_statistics, fit_trend, student_t_quantile
+from .config import DEFAULT_WIDTH, attention_config
+from .model import attention_law
+from .regime import check_regime
+from .softmax import config_sizes, sample_config
 
 __all__ = [
-    "rank_atom",
-    "bulk_statistics",
-    "fit_trend",
     "CheckReport",
     "check_attention",
     "multi_size_check",
-    "plot_check",
+    "rank_atom",
 ]
 
 
@@ -76,37 +81,6 @@ def rank_atom(cfg):
     r = min(cfg.l, cfg.d_out, cfg.heads * cfg.d_v)
     mass = 1 - r / cfg.l
     return [(0.0, float(mass))] if mass > 0 else []
-
-
-def bulk_statistics(spectrum, qpoints, moments=3, trim=3):
-    """Trimmed moments ``m_1..m_moments`` and counting fractions at ``qpoints`` of one spectrum.
-
-    Parameters
-    ----------
-    spectrum : numpy.ndarray
-        Sorted squared singular values (``l`` of them, zeros included).
-    qpoints : sequence of float
-    moments : int, optional
-    trim : int, optional
-        Number of largest values left out of the moments.
-
-    Returns
-    -------
-    numpy.ndarray
-        ``moments + len(qpoints)`` values; each moment is normalized by the
-        full ``l``.
-
-    Examples
-    --------
-    >>> bulk_statistics(np.array([0.0, 1.0, 2.0, 10.0]), [1.5], moments=2, trim=1)
-    array([0.75, 1.25, 0.5 ])
-    """
-    x = np.sort(np.asarray(spectrum, float))
-    n = len(x)
-    kept = x[: n - trim] if trim else x
-    out = [np.sum(kept ** k) / n for k in range(1, moments + 1)]
-    out += [np.count_nonzero(x <= q) / n for q in qpoints]
-    return np.array(out)
 
 
 def _moment_table(cdf, k):
@@ -132,80 +106,6 @@ def _theory_statistics(cdf, exact_moments, qpoints, trim, l):
         out.append(m - tail)
     out += [float(cdf(q)) for q in qpoints]
     return np.array(out)
-
-
-def _f_survival(f, d1, d2):
-    """``P(F > f)`` for Fisher's F with ``(d1, d2)`` degrees of freedom (mpmath, local context)."""
-    from .._precision import context
-
-    if d1 <= 0 or not math.isfinite(f):
-        return float("nan")
-    ctx = context(20)
-    x = ctx.mpf(d1 * f) / (d1 * f + d2)
-    return float(1 - ctx.betainc(ctx.mpf(d1) / 2, ctx.mpf(d2) / 2, 0, x, regularized=True))
-
-
-def fit_trend(sizes, reps, means, variances, rates=(0.5, 1.0)):
-    """Weighted least squares of per-size means on ``1, N^-rate...``, errors from the replicates.
-
-    Parameters
-    ----------
-    sizes : sequence of int
-        The sizes ``N``.
-    reps : sequence of int
-        Replicates per size.
-    means, variances : sequence of float
-        Replicate mean and (ddof=1) variance of one statistic per size.
-    rates : tuple of float, optional
-        Exponents of the trend terms (default ``N^(-1/2)`` and ``N^(-1)``).
-
-    Returns
-    -------
-    dict
-        ``coef`` (intercept first), ``se`` (their standard errors), ``df``
-        (pooled replicate degrees of freedom), ``lof_F`` and ``lof_p`` (lack
-        of fit against the replicate variance; NaN when the fit is exact),
-        ``sd_N`` (replicate standard deviation times ``N`` per size).
-
-    Notes
-    -----
-    The replicate variance is pooled on the ``1/N^2`` scale of linear
-    spectral statistics: ``sigma^2 = sum (r_N - 1) N^2 s_N^2 / sum (r_N - 1)``,
-    so ``Var(mean at N) = sigma^2/(r_N N^2)``.
-
-    Examples
-    --------
-    >>> f = fit_trend([100, 400, 1600], [4, 4, 4], [0.1 + 1 / 10, 0.1 + 1 / 20, 0.1 + 1 / 40],
-    ...               [1e-4, 1e-4 / 16, 1e-4 / 256], rates=(0.5,))
-    >>> print(f"{f['coef'][0]:.6f} {f['coef'][1]:.6f}")
-    0.100000 1.000000
-    """
-    n = np.asarray(sizes, float)
-    r = np.asarray(reps, float)
-    y = np.asarray(means, float)
-    v = np.asarray(variances, float)
-    df = int(np.sum(r - 1))
-    sigma2 = float(np.sum((r - 1) * n ** 2 * v) / df)
-    x = np.column_stack([np.ones_like(n)] + [n ** (-p) for p in rates])
-    w = r * n ** 2
-    xtwx = x.T @ (w[:, None] * x)
-    cov_unit = np.linalg.inv(xtwx)
-    coef = cov_unit @ (x.T @ (w * y))
-    se = np.sqrt(np.diag(cov_unit) * sigma2)
-    resid = y - x @ coef
-    lof_df = len(n) - x.shape[1]
-    if lof_df > 0 and sigma2 > 0:
-        lof_f = float(np.sum(w * resid ** 2) / sigma2 / lof_df)
-        lof_p = _f_survival(lof_f, lof_df, df)
-    else:
-        lof_f = lof_p = float("nan")
-    return {"coef": coef, "se": se, "df": df, "lof_F": lof_f, "lof_p": lof_p, "lof_df": lof_df,
-            "sd_N": np.sqrt(v) * n}
-
-
-def _spawn(seed, count):
-    seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
-    return seq, [np.random.default_rng(s) for s in seq.spawn(count)]
 
 
 def _float_moments(law, k):
@@ -286,8 +186,8 @@ class CheckReport:
         return "\n".join(head)
 
 
-def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=sympy.Rational(1, 2), d_v=None,
-                    d_out=sympy.Rational(1, 2), sizes=(375, 750, 1500, 3000), reps=None, seed=0, trim=3, moments=3,
+def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v=None,
+                    d_out=DEFAULT_WIDTH, sizes=(375, 750, 1500, 3000), reps=None, seed=0, trim=3, moments=3,
                     quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), rates=(0.5, 1.0), level=1e-3, linear=False,
                     progress=None):
     """Real softmax attention at several sizes against the Gaussian-equivalent law (module docstring).
@@ -295,7 +195,7 @@ def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=sympy.Rational(1
     Parameters
     ----------
     heads, pattern, beta, l, d_h, d_v, d_out
-        The configuration (:func:`freeprob._attention.attention_config`).
+        The configuration (:func:`freeprob.attention.attention_config`).
     sizes : sequence of int, optional
         Scales ``N`` (``l = round(N * ratio_l)``), at least ``1 + len(rates)``
         (and 3) distinct values, each ``>= 20``.
@@ -330,23 +230,21 @@ def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=sympy.Rational(1
         Bad sizes, replicates, trim or quantiles.
     RegimeError
         ``exp(2 beta^2)`` larger than the smallest sequence length
-        (:func:`freeprob._attention.check_regime`), and for ``tied-qk``.
+        (:func:`freeprob.attention.check_regime`), and for ``tied-qk``.
 
     Notes
     -----
     With the defaults (four sizes 375..3000, 48/24/12/6 replicates) two heads
     take about 30 s on two idle cores (one sample at ``N = 3000`` about 3 s).
     """
-    from .model import attention_config, attention_law, check_regime
-
     cfg = attention_config(heads, pattern, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)
     sizes = _check_sizes(sizes, rates)
-    lengths = [cfg.sizes(n)["l"] for n in sizes]
-    epsilon = check_regime(cfg.beta, min(lengths), head_dim=min(cfg.sizes(n)["d_h"] for n in sizes))
+    lengths = [config_sizes(cfg, n)["l"] for n in sizes]
+    epsilon = check_regime(cfg.beta, min(lengths), head_dim=min(config_sizes(cfg, n)["d_h"] for n in sizes))
     law = attention_law(cfg.heads, cfg.pattern, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
 
     def sample(n, rng):
-        return cfg.sample(n, rng, linear=linear)
+        return sample_config(cfg, n, rng, linear=linear)
 
     return multi_size_check(sample, law, rank_atom(cfg), sizes, lengths=lengths, reps=reps, seed=seed, trim=trim,
                             moments=moments, quantiles=quantiles, rates=rates, level=level, progress=progress,
@@ -391,8 +289,6 @@ def multi_size_check(sample, law, atoms, sizes, *, lengths=None, reps=None, seed
     -------
     CheckReport
     """
-    from ..montecarlo.check import student_t_quantile
-
     t0 = time.perf_counter()
     sizes = _check_sizes(sizes, rates)
     lengths = list(sizes) if lengths is None else [int(x) for x in lengths]
@@ -413,7 +309,7 @@ def multi_size_check(sample, law, atoms, sizes, *, lengths=None, reps=None, seed
     names = [f"m{k}" for k in range(1, moments + 1)] + [f"F(q{p:g})" for p in quantiles]
     limit = _theory_statistics(cdf, exact_m, qpoints, 0, 10 ** 9)
 
-    seq, rngs = _spawn(seed, sum(reps))
+    seq, rngs = spawn_generators(seed, sum(reps))
     rng_iter = iter(rngs)
     means, variances, spectra = [], [], []
     for n, r, length in zip(sizes, reps, lengths):
@@ -455,83 +351,3 @@ def multi_size_check(sample, law, atoms, sizes, *, lengths=None, reps=None, seed
     return CheckReport(label or law.name, bool(linear), sizes, reps, seed_repr, trim, tuple(rates), level,
                        float(crit), df, float(epsilon), tuple(rows), bool(ok), time.perf_counter() - t0,
                        tuple(spectra), law, tuple(atoms))
-
-
-def _visible(d):
-    """Density values for plotting: the solver's ~1e-12 floor outside the support is not drawn."""
-    d = np.array(d, float)
-    d[~(d > 1e-9)] = np.nan
-    return d
-
-
-def _cap(ax, xs, curves):
-    """A linear y-limit that shows the bulk (the hard edge at 0 is unbounded)."""
-    top = 0.0
-    for d in curves:
-        sel = (xs > xs[-1] / 15) & np.isfinite(d)
-        if sel.any():
-            top = max(top, float(np.max(d[sel])))
-    if top > 0:
-        ax.set_ylim(0, 1.6 * top)
-
-
-def _save(fig, title, path):
-    """Title, lay out, write and close a figure; returns ``path``."""
-    import matplotlib.pyplot as plt
-
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
-
-
-def plot_check(report, path):
-    """Two panels: one spectrum per size against the density; ``D(N)`` against ``N^-1/2`` with the fits.
-
-    Parameters
-    ----------
-    report : CheckReport
-    path : str or Path
-        PNG file to write.
-
-    Returns
-    -------
-    path
-    """
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    law = report.law
-    cdf = law.cdf_function(atoms=report.atoms)
-    hi = max(b for _, b in cdf.intervals)
-    xs = np.linspace(hi / 400, hi, 400)
-    fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(12, 4.2))
-    dens = _visible(law.density_fast(xs))
-    ax0.plot(xs, dens, color="black", lw=1.6, label="Gaussian-equivalent law")
-    for n, spec in zip(report.sizes, report.spectra):
-        pos = spec[spec > 0]
-        bins = 60
-        ax0.hist(pos, bins=bins, range=(0, hi), weights=np.full(pos.shape, bins / (len(spec) * hi)),
-                 histtype="step", lw=0.9, label=f"{'linear' if report.linear else 'real softmax'}, N = {n}")
-    _cap(ax0, xs, [dens])
-    ax0.set_xlabel("squared singular value x")
-    ax0.set_ylabel("density (absolutely continuous part)")
-    ax0.legend(fontsize=7)
-    xn = np.array(report.sizes, float) ** -0.5
-    xf = np.linspace(0, xn.max() * 1.05, 100)
-    for row in report.rows:
-        if not row["name"].startswith("F("):
-            continue
-        line = ax1.plot(xn, row["differences"], "o", ms=4)[0]
-        coef = [row["a"]] + list(row["trend"])
-        fit = coef[0] + sum(c * xf ** (2 * p) for c, p in zip(coef[1:], report.rates))
-        ax1.plot(xf, fit, color=line.get_color(), lw=1, label=f"{row['name']}: a = {row['a']:.1e} +- {row['se_a']:.0e}")
-        ax1.errorbar([0], [row["a"]], yerr=[row["tolerance"]], color=line.get_color(), capsize=3)
-    ax1.axhline(0, color="gray", lw=0.8)
-    ax1.set_xlabel("N^(-1/2)")
-    ax1.set_ylabel("sample - theory (counting statistics)")
-    ax1.legend(fontsize=7)
-    return _save(fig, report.config, path)

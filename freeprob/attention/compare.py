@@ -3,9 +3,11 @@
 For each head count and sharing pattern, the law is compared with the law of
 independent heads (``mha``) at the same sizes:
 
-* "preserves" when the engine shows it: identical reduced equations
-  (``law.system.equations()``), or densities equal to ``digits`` (30) digits
-  at ``points`` bulk points, each evaluated at ``dps`` (35) verified digits;
+* "preserves" when the engine shows it: the same reduced Dyson system
+  (:func:`same_system`: the frozen :class:`DysonSystem` objects and the
+  exact values equal field by field, a certificate), or densities equal to
+  ``digits`` (30) digits at ``points`` bulk points, each evaluated at ``dps``
+  (35) verified digits;
 * "changes" when the double-precision densities differ on the grid by more
   than 1000 times their error bound (``1e-7 max(1, largest density)``);
 * "undecided" otherwise (never silently one of the two).
@@ -20,11 +22,16 @@ family-wise level over the whole table). A smooth statistic is used because
 a pattern's finite-size bias differs from mha's at order ``1/N`` (measured: up
 to 3 standard errors at ``N = 800`` without the extrapolation).
 
-The head-allocation study reports, for ``mha`` with ``H d_h = H d_v`` fixed
-and for several widths at fixed ``H``, the upper edge of the support, the
-median of its absolutely continuous part and the largest density difference.
+The head-allocation study (:func:`allocation_study`) reports, for ``mha``
+with ``H d_h = H d_v`` fixed, and the width study (:func:`width_study`), for
+several widths at fixed ``H``, the upper edge of the support, the median of
+its absolutely continuous part and the largest density difference.
 
-All laws come from the cache of :func:`freeprob._attention.attention_law`.
+:func:`compare_patterns` runs the steps in order: plan the configurations
+(:func:`plan_configs`), decide a verdict per configuration
+(:func:`pattern_verdict`), confirm by Monte-Carlo (:func:`confirm_by_softmax`),
+run the studies, and return a :class:`ComparisonReport`. Each law is built
+once per call.
 """
 
 import math
@@ -34,10 +41,27 @@ from dataclasses import dataclass, field
 import numpy as np
 import sympy
 
-from .check import _cap, _save, _spawn, _visible, rank_atom
 from .._errors import DomainError
+from .._numbers import read_number
+from ..montecarlo.sample import spawn_generators
+from ..montecarlo.stats import student_t_quantile
+from .check import rank_atom
+from .config import DEFAULT_WIDTH, attention_config, groups_divide
+from .model import attention_law
+from .plots import plot_comparison
+from .regime import check_regime
+from .softmax import config_sizes, sample_config
 
-__all__ = ["ComparisonReport", "compare_patterns"]
+__all__ = [
+    "ComparisonReport",
+    "allocation_study",
+    "compare_patterns",
+    "confirm_by_softmax",
+    "pattern_verdict",
+    "plan_configs",
+    "same_system",
+    "width_study",
+]
 
 
 #: Relative error bound of the double-precision density (``density_fast``: about 1e-8 away from edges).
@@ -144,41 +168,144 @@ class ComparisonReport:
         return "\n".join(out)
 
     def plot(self, path):
-        """Write a three-panel figure: patterns (largest H), H at fixed total width, widths at fixed H."""
-        import matplotlib
+        """Write the three-panel figure (:func:`freeprob.attention.plots.plot_comparison`)."""
+        return plot_comparison(self, path)
 
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
 
-        fig, axes = plt.subplots(1, 3, figsize=(15, 4.2))
-        ax = axes[0]
-        pat = self.curves.get("patterns", {})
-        for (label, xs, d), ls in zip(pat.get("lines", []), ["-", "--", "-.", ":", (0, (1, 3)), (0, (5, 1))]):
-            ax.plot(xs, _visible(d), ls=ls, lw=1.6, label=label)
-        if pat.get("lines"):
-            _cap(ax, pat["lines"][0][1], [_visible(d) for _, _, d in pat["lines"]])
-        for label, spec in pat.get("samples", []):
-            pos = spec[spec > 0]
-            ax.hist(pos, bins=80, range=(0, pat["xmax"]), weights=np.full(pos.shape, 1 / (len(spec) * pat["xmax"] / 80)),
-                    histtype="step", lw=0.8, label=f"real softmax {label}")
-        ax.set_title(f"sharing patterns, H = {pat.get('heads', '?')}", fontsize=9)
-        for ax, key, title in ((axes[1], "allocation", "H at fixed total width"),
-                               (axes[2], "widths", "widths at fixed H")):
-            lines = self.curves.get(key, [])
-            for label, xs, d in lines:
-                ax.plot(xs, _visible(d), lw=1.4, label=label)
-            if lines:
-                _cap(ax, lines[0][1], [_visible(d) for _, _, d in lines])
-            ax.set_title(title, fontsize=9)
-        for ax in axes:
-            ax.set_xlabel("squared singular value x")
-            ax.set_ylabel("density (absolutely continuous part)")
-            ax.legend(fontsize=7)
-        return _save(fig, self.setting, path)
+def _config_law(cfg):
+    """A new law of a configuration (:func:`~freeprob.attention.attention_law`)."""
+    return attention_law(cfg.heads, cfg.pattern, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
+
+
+def same_system(law, ref):
+    """Whether two laws solve the same reduced Dyson system with the same exact values.
+
+    A structural certificate, not a numerical one: the law kinds are equal,
+    the exact ratio and parameter values are equal, and the frozen
+    :class:`DysonSystem` objects (spaces, blocks, ``u`` rows, constant parts
+    ``B_s``, unknowns, ``eta`` coefficients, symbols) compare equal field by
+    field as sympy objects. Equal systems at equal values are the same
+    equations, hence the same law; unequal systems may still have the same
+    law (then the densities decide).
+    """
+    return law.law == ref.law and law.values() == ref.values() and law.system == ref.system
+
+
+def plan_configs(heads, patterns, beta, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH, say=None):
+    """The configurations of a comparison: ``{(H, pattern): AttentionConfig}``, ``mha`` first for each ``H``.
+
+    ``gqa:G`` with ``G`` not dividing ``H`` is skipped (told through ``say``);
+    with one head only ``mha`` and ``tied-kv`` are kept (``mqa``, ``gqa:1``
+    and ``shared-v`` are ``mha`` itself).
+
+    Raises
+    ------
+    DomainError
+        Non-positive head counts, and every configuration error of
+        :func:`~freeprob.attention.attention_config`.
+    """
+    say = say or (lambda text: None)
+    heads = [int(h) for h in heads]
+    if not heads or min(heads) < 1:
+        raise DomainError(f"heads must be positive integers, got {heads}")
+    patterns = list(patterns)
+    if "mha" not in [p.strip().lower() for p in patterns]:
+        patterns = ["mha"] + patterns
+    configs = {}
+    for h in heads:
+        for p in patterns:
+            if not groups_divide(h, p):
+                say(f"H = {h}, {p}: skipped ({h} heads cannot be split into equal groups)")
+                continue
+            cfg = attention_config(h, p, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)
+            if h == 1 and cfg.pattern not in ("mha", "tied-kv"):
+                continue
+            configs[(h, cfg.pattern)] = cfg
+    return configs
+
+
+def pattern_verdict(law, ref, dens, ref_dens, points, *, dps=35, digits=30, ref_values=None, timings=None):
+    """The engine's verdict on one pattern against the ``mha`` reference (module docstring).
+
+    Parameters
+    ----------
+    law, ref : SpectralLaw
+    dens, ref_dens : numpy.ndarray
+        Their double-precision densities on a common grid.
+    points : list of str
+        Bulk points of the high-precision comparison (may be empty).
+    dps, digits : int
+    ref_values : dict, optional
+        Cache of the reference's high-precision densities by point, shared
+        between the patterns of one ``H``.
+    timings : dict, optional
+        Accumulates ``"equations"`` and ``"high precision"`` seconds.
+
+    Returns
+    -------
+    dict
+        ``verdict``, ``how``, ``digits`` (and ``point_digits`` when the
+        densities were compared).
+    """
+    timings = {} if timings is None else timings
+    ref_values = {} if ref_values is None else ref_values
+    t = time.perf_counter()
+    same = same_system(law, ref)
+    timings["equations"] = timings.get("equations", 0.0) + time.perf_counter() - t
+    if same:
+        return {"verdict": "preserves", "how": "identical reduced equations", "digits": float("inf")}
+    max_diff = float(np.nanmax(np.abs(dens - ref_dens)))
+    bound = FAST_ERROR * max(1.0, float(np.nanmax(ref_dens)))
+    if max_diff > FAR_ABOVE * bound:
+        return {"verdict": "changes", "how": f"grid difference {max_diff / bound:.1e} x error",
+                "digits": max(0.0, -math.log10(max_diff / float(np.nanmax(ref_dens))))}
+    if not points:
+        return {"verdict": "undecided", "how": "equal in double precision; points=0", "digits": None}
+    t = time.perf_counter()
+    agree = []
+    for x in points:
+        if x not in ref_values:
+            ref_values[x] = ref.density(x, dps=dps)
+        agree.append(_digits(law.density(x, dps=dps), ref_values[x], dps))
+    timings["high precision"] = timings.get("high precision", 0.0) + time.perf_counter() - t
+    out = {"digits": min(agree), "point_digits": agree}
+    if min(agree) >= digits:
+        out.update(verdict="preserves", how=f"densities equal at {len(points)} points, dps={dps}")
+    else:
+        out.update(verdict="undecided", how=f"differ at {min(agree):.1f} digits only")
+    return out
+
+
+def _head_rows(h, group, laws, *, grid, points, dps, digits, timings):
+    """Rows of one head count (``group``: its configurations, mha first), the bulk points and the curves."""
+    t = time.perf_counter()
+    edge = max(laws[c].support_fast(grid=201, rel=1e-2)[-1][1] for c in group)  # sets the plot grid only
+    xs = _grid(edge, grid)
+    dens = {c.pattern: laws[c].density_fast(xs) for c in group}
+    timings["engine grids"] += time.perf_counter() - t
+    pts = _bulk_points(xs, dens["mha"], count=points) if points else []
+    mc_pts = pts or _bulk_points(xs, dens["mha"], count=3)
+    ref_cfg = next(c for c in group if c.pattern == "mha")
+    ref = laws[ref_cfg]
+    ref_values = {}
+    rows = []
+    for c in group:
+        law = laws[c]
+        row = {"heads": h, "pattern": c.pattern, "max_diff": float(np.nanmax(np.abs(dens[c.pattern] - dens["mha"]))),
+               "error_bound": FAST_ERROR * max(1.0, float(np.nanmax(dens["mha"]))), "digits": None,
+               "points": pts, "n_unknowns": law.system.n_unknowns}
+        if c is ref_cfg:
+            row.update(verdict="reference", how=f"{law.system.n_unknowns} unknowns")
+        else:
+            row.update(pattern_verdict(law, ref, dens[c.pattern], dens["mha"], pts, dps=dps, digits=digits,
+                                       ref_values=ref_values, timings=timings))
+        rows.append(row)
+    panel = {"heads": h, "xmax": float(edge), "lines": [(p, xs, dens[p]) for p in dens]}
+    return rows, mc_pts, panel
 
 
 def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "shared-v", "tied-kv"), beta=1, *, l=1,
-                     d_h=sympy.Rational(1, 2), d_v=None, d_out=sympy.Rational(1, 2), grid=200, points=3, dps=35,
+                     d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH, grid=200, points=3, dps=35,
                      digits=30, mc_size=400, mc_reps=6, seed=0, level=1e-3, total_width=1,
                      widths=(sympy.Rational(1, 4), sympy.Rational(1, 2), 1), width_heads=2, allocation=True,
                      progress=None):
@@ -206,7 +333,7 @@ def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "share
     mc_size : int or None, optional
         Real-softmax confirmation at ``N = mc_size`` and ``mc_size // 2``;
         None or 0 skips it. The smaller size goes through
-        :func:`freeprob._attention.check_regime` (RegimeWarning or
+        :func:`freeprob.attention.check_regime` (RegimeWarning or
         RegimeError when it is too short for ``beta``).
     mc_reps : int, optional
         Samples at ``mc_size`` (twice as many at half the size).
@@ -228,205 +355,184 @@ def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "share
 
     Notes
     -----
-    Laws are cached (:func:`freeprob._attention.attention_law`), so the
-    ``mha`` reference of each ``H`` is built once. Cost grows with ``H``: the
-    30-digit points dominate at ``H = 8``.
+    Each law is built once per call, so the ``mha`` reference of each ``H``
+    serves all its patterns. Cost grows with ``H``: the 30-digit points
+    dominate at ``H = 8``.
     """
-    from .model import attention_config, attention_law
-
     say = progress or (lambda text: None)
     t_start = time.perf_counter()
     timings = {"engine grids": 0.0, "high precision": 0.0, "equations": 0.0, "monte carlo": 0.0, "allocation": 0.0}
-    heads = [int(h) for h in heads]
-    if not heads or min(heads) < 1:
-        raise DomainError(f"heads must be positive integers, got {heads}")
-    patterns = list(patterns)
-    if "mha" not in [p.strip().lower() for p in patterns]:
-        patterns = ["mha"] + patterns
-    configs = {}
-    for h in heads:
-        for p in patterns:
-            try:
-                cfg = attention_config(h, p, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)
-            except DomainError as exc:
-                if "groups" in str(exc):
-                    say(f"H = {h}, {p}: skipped ({exc})")
-                    continue
-                raise
-            if h == 1 and cfg.pattern != "mha" and cfg.pattern != "tied-kv":
-                continue  # one head: mqa, gqa:1 and shared-v are mha itself
-            configs[(h, cfg.pattern)] = cfg
-    setting = (f"beta = {sympy.nsimplify(beta)}, l = {l}, d_h = {d_h}, d_v = {d_v if d_v is not None else d_h}, "
+    configs = plan_configs(heads, patterns, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out, say=say)
+    heads = list(dict.fromkeys(h for h, _ in configs))
+    exact_beta = configs[(heads[0], "mha")].beta
+    setting = (f"beta = {exact_beta}, l = {l}, d_h = {d_h}, d_v = {d_v if d_v is not None else d_h}, "
                f"d_out = {d_out} (ratios)")
-
-    def law_of(cfg):
-        return attention_law(cfg.heads, cfg.pattern, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
-
-    rows = []
-    curves = {}
-    ref_points = {}
-    mc_plan = []
+    laws = {cfg: _config_law(cfg) for cfg in configs.values()}
+    rows, curves, ref_points = [], {}, {}
     for h in heads:
-        ref_law = law_of(configs[(h, "mha")])
         group = [c for (hh, _), c in configs.items() if hh == h]
-        t = time.perf_counter()
-        edge = max(law_of(c).support_fast(grid=201, rel=1e-2)[-1][1] for c in group)  # sets the plot grid only
-        xs = _grid(edge, grid)
-        dens = {c.pattern: law_of(c).density_fast(xs) for c in group}
-        timings["engine grids"] += time.perf_counter() - t
-        pts = _bulk_points(xs, dens["mha"], count=points) if points else []
-        mc_pts = pts or _bulk_points(xs, dens["mha"], count=3)
-        ref_points[h] = mc_pts
-        t = time.perf_counter()
-        ref_eq = ref_law.system.equations()
-        timings["equations"] += time.perf_counter() - t
-        ref_hp = {}
-        for c in group:
-            law = law_of(c)
-            max_diff = float(np.nanmax(np.abs(dens[c.pattern] - dens["mha"])))
-            bound = FAST_ERROR * max(1.0, float(np.nanmax(dens["mha"])))
-            row = {"heads": h, "pattern": c.pattern, "max_diff": max_diff, "error_bound": bound, "digits": None,
-                   "points": pts, "n_unknowns": law.system.n_unknowns}
-            if c.pattern == "mha":
-                row.update(verdict="reference", how=f"{law.system.n_unknowns} unknowns")
-                rows.append(row)
-                mc_plan.append(c)
-                continue
-            t = time.perf_counter()
-            same_eq = law.system.equations() == ref_eq
-            timings["equations"] += time.perf_counter() - t
-            if same_eq:
-                row.update(verdict="preserves", how="identical reduced equations", digits=float("inf"))
-            elif max_diff > FAR_ABOVE * bound:
-                row.update(verdict="changes", how=f"grid difference {max_diff / bound:.1e} x error",
-                           digits=max(0.0, -math.log10(max_diff / float(np.nanmax(dens["mha"])))))
-            elif not pts:
-                row.update(verdict="undecided", how="equal in double precision; points=0")
-            else:
-                t = time.perf_counter()
-                agree = []
-                for x in pts:
-                    if x not in ref_hp:
-                        ref_hp[x] = ref_law.density(x, dps=dps)
-                    agree.append(_digits(law.density(x, dps=dps), ref_hp[x], dps))
-                timings["high precision"] += time.perf_counter() - t
-                row["digits"] = min(agree)
-                row["point_digits"] = agree
-                if min(agree) >= digits:
-                    row.update(verdict="preserves", how=f"densities equal at {len(pts)} points, dps={dps}")
-                else:
-                    row.update(verdict="undecided", how=f"differ at {min(agree):.1f} digits only")
+        h_rows, ref_points[h], panel = _head_rows(h, group, laws, grid=grid, points=points, dps=dps, digits=digits,
+                                                  timings=timings)
+        for row in h_rows:
             rows.append(row)
-            mc_plan.append(c)
-            say(f"H = {h}, {c.pattern}: {row['verdict']} ({row['how']}) [{time.perf_counter() - t_start:.1f} s]")
+            if row["verdict"] != "reference":
+                say(f"H = {h}, {row['pattern']}: {row['verdict']} ({row['how']}) "
+                    f"[{time.perf_counter() - t_start:.1f} s]")
         if h == max(heads):
-            curves["patterns"] = {"heads": h, "xmax": float(edge),
-                                  "lines": [(p, xs, dens[p]) for p in dens]}
-
+            curves["patterns"] = panel
     mc_info = {}
     if mc_size:
         t = time.perf_counter()
-        mc_info = _confirm(configs, mc_plan, rows, ref_points, law_of, mc_size, mc_reps, seed, level, curves, say)
+        mc_info = confirm_by_softmax(list(configs.values()), rows, ref_points, laws, mc_size, mc_reps, seed=seed,
+                                     level=level, curves=curves, say=say)
         timings["monte carlo"] = time.perf_counter() - t
-
     alloc_rows, width_rows = [], []
     if allocation:
         t = time.perf_counter()
-        total = sympy.nsimplify(total_width)
-        alloc_cfgs = [attention_config(h, "mha", beta, l=l, d_h=total / h, d_v=total / h, d_out=d_out)
-                      for h in heads]
-        alloc_rows, curves["allocation"] = _allocation_rows(alloc_cfgs, law_of, grid,
-                                                            lambda c: f"H={c.heads}, d_h=d_v={c.d_h}")
-        for r in alloc_rows:
-            r["total"] = str(total)
-        wd_cfgs = [attention_config(width_heads, "mha", beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)]
-        for w in widths:
-            wd_cfgs.append(attention_config(width_heads, "mha", beta, l=l, d_h=w, d_v=d_v if d_v is not None else d_h,
-                                            d_out=d_out))
-            wd_cfgs.append(attention_config(width_heads, "mha", beta, l=l, d_h=d_h, d_v=w, d_out=d_out))
-        wd_cfgs = list(dict.fromkeys(wd_cfgs))
-        width_rows, curves["widths"] = _allocation_rows(wd_cfgs, law_of, grid,
-                                                        lambda c: f"d_h={c.d_h}, d_v={c.d_v}")
-        for r in width_rows:
-            r["heads"] = width_heads
+        alloc_rows, curves["allocation"] = allocation_study(heads, beta, total_width=total_width, l=l, d_out=d_out,
+                                                            grid=grid)
+        width_rows, curves["widths"] = width_study(width_heads, beta, widths, l=l, d_h=d_h, d_v=d_v, d_out=d_out,
+                                                   grid=grid)
         timings["allocation"] = time.perf_counter() - t
         say(f"allocation study done [{time.perf_counter() - t_start:.1f} s]")
     timings["total"] = time.perf_counter() - t_start
     return ComparisonReport(setting, tuple(rows), tuple(alloc_rows), tuple(width_rows), mc_info, timings, curves)
 
 
-def _allocation_rows(cfgs, law_of, grid, label):
-    laws = [law_of(c) for c in cfgs]
+def allocation_study(heads, beta, *, total_width=1, l=1, d_out=DEFAULT_WIDTH, grid=200):
+    """``mha`` at fixed total width ``H d_h = H d_v = total_width`` over the head counts ``heads``.
+
+    Returns
+    -------
+    rows : list of dict
+        Per ``H``: ``heads, d_h, d_v, edge`` (upper edge of the support),
+        ``median`` (of the absolutely continuous part), ``max_diff``
+        (largest density difference to the first row), ``total``.
+    lines : list of (label, xs, density)
+        The curves, for :func:`~freeprob.attention.plots.plot_comparison`.
+    """
+    total = read_number(total_width, what="total_width", positive=True)
+    cfgs = [attention_config(h, "mha", beta, l=l, d_h=total / h, d_v=total / h, d_out=d_out) for h in heads]
+    rows, lines = _study_rows(cfgs, grid, lambda c: f"H={c.heads}, d_h=d_v={c.d_h}")
+    for r in rows:
+        r["total"] = str(total)
+    return rows, lines
+
+
+def width_study(heads, beta, widths, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH, grid=200):
+    """``mha`` with ``heads`` heads: the given ``d_h, d_v`` first, then each width as ``d_h`` and as ``d_v``.
+
+    Returns ``(rows, lines)`` as :func:`allocation_study` (rows without ``total``).
+    """
+    cfgs = [attention_config(heads, "mha", beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)]
+    for w in widths:
+        cfgs.append(attention_config(heads, "mha", beta, l=l, d_h=w, d_v=d_v if d_v is not None else d_h,
+                                     d_out=d_out))
+        cfgs.append(attention_config(heads, "mha", beta, l=l, d_h=d_h, d_v=w, d_out=d_out))
+    cfgs = list(dict.fromkeys(cfgs))
+    return _study_rows(cfgs, grid, lambda c: f"d_h={c.d_h}, d_v={c.d_v}")
+
+
+def _study_rows(cfgs, grid, label):
+    laws = [_config_law(c) for c in cfgs]
     edges = [law.support_fast(grid=201)[-1][1] for law in laws]
     xs = _grid(max(edges), grid)
     dens = [law.density_fast(xs) for law in laws]
     rows, lines = [], []
     for c, law, e, d in zip(cfgs, laws, edges, dens):
         median = law.cdf_function(nodes=400, atoms=rank_atom(c), grid=201).ac_quantile(0.5)
-        rows.append({"heads": c.heads, "d_h": str(c.d_h), "d_v": str(c.d_v), "edge": e, "median": median, "max_diff": float(np.nanmax(np.abs(d - dens[0])))})
+        rows.append({"heads": c.heads, "d_h": str(c.d_h), "d_v": str(c.d_v), "edge": e, "median": median,
+                     "max_diff": float(np.nanmax(np.abs(d - dens[0])))})
         lines.append((label(c), xs, d))
     return rows, lines
 
 
-def _confirm(configs, plan, rows, ref_points, law_of, size, reps, seed, level, curves, say):
-    """Real-softmax confirmation of each row (see the module docstring); fills ``row['mc']``."""
-    from ..montecarlo.check import student_t_quantile
+def _softmax_estimates(cfg, points, size, reps, rngs, curves):
+    """Richardson estimate of ``-Im`` of the empirical Cauchy transform at ``points (1 + i/2)`` and its variance."""
+    zs = points * (1 + 0.5j)
+    half = size // 2
+    stats = {}
+    for n, r in ((size, reps), (half, 2 * reps)):
+        vals = []
+        for _ in range(r):
+            spec = sample_config(cfg, n, next(rngs))
+            vals.append(-(1 / (zs[:, None] - spec[None, :])).mean(1).imag)
+            if n == size and cfg.heads == curves.get("patterns", {}).get("heads") and len(vals) == 1:
+                curves["patterns"].setdefault("samples", []).append((cfg.pattern, spec))
+        vals = np.array(vals)
+        stats[n] = (vals.mean(0), vals.var(0, ddof=1), r)
+    (mb, vb, rb), (mh, vh, rh) = stats[size], stats[half]
+    return 2 * mb - mh, 4 * vb / rb + vh / rh
 
+
+def confirm_by_softmax(plan, rows, ref_points, laws, size, reps, *, seed=0, level=1e-3, curves=None, say=None):
+    """Real-softmax confirmation of each row (see the module docstring); fills ``row['mc']``.
+
+    Parameters
+    ----------
+    plan : list of AttentionConfig
+        In the order of ``rows``.
+    rows : list of dict
+        The engine rows (``heads``, ``pattern``, ``verdict``); updated in place.
+    ref_points : dict
+        ``{H: bulk points (str)}``.
+    laws : dict
+        ``{AttentionConfig: law}``.
+    size, reps : int
+        Samples at ``size`` (``reps``) and ``size // 2`` (``2 reps``).
+    seed, level
+    curves : dict, optional
+        The first sample of each pattern at the largest ``H`` is added to
+        ``curves["patterns"]["samples"]`` for the figure.
+    say : callable, optional
+
+    Returns
+    -------
+    dict
+        The Monte-Carlo settings of the report.
+    """
+    say = say or (lambda text: None)
+    curves = {} if curves is None else curves
     size = int(size)
     reps = int(reps)
     if size < 40 or reps < 3:
         raise DomainError(f"the Monte-Carlo confirmation needs mc_size >= 40 and mc_reps >= 3, got {size}, {reps}")
-    half = size // 2
-    from .model import check_regime
-
     for c in plan:
-        small = c.sizes(half)
+        small = config_sizes(c, size // 2)
         check_regime(c.beta, small["l"], head_dim=small["d_h"])
-    _, rngs = _spawn(seed, len(plan) * 3 * reps)
+    _, rngs = spawn_generators(seed, len(plan) * 3 * reps)
     it = iter(rngs)
     est = {}
     for c in plan:
         pts = np.array([float(x) for x in ref_points[c.heads]])
-        zs = pts * (1 + 0.5j)
-        stats = {}
-        for n, r in ((size, reps), (half, 2 * reps)):
-            vals = []
-            for _ in range(r):
-                spec = c.sample(n, next(it))
-                vals.append(-(1 / (zs[:, None] - spec[None, :])).mean(1).imag)
-                if n == size and c.heads == curves.get("patterns", {}).get("heads") and len(vals) == 1:
-                    curves["patterns"].setdefault("samples", []).append((c.pattern, spec))
-            vals = np.array(vals)
-            stats[n] = (vals.mean(0), vals.var(0, ddof=1), r)
-        (mb, vb, rb), (mh, vh, rh) = stats[size], stats[half]
-        rich = 2 * mb - mh
-        var = 4 * vb / rb + vh / rh
-        theory = -law_of(c).cauchy_fast(zs).imag
-        est[(c.heads, c.pattern)] = (rich, var, theory)
+        rich, var = _softmax_estimates(c, pts, size, reps, it, curves)
+        est[(c.heads, c.pattern)] = (rich, var, -laws[c].cauchy_fast(pts * (1 + 0.5j)).imag)
         say(f"MC H = {c.heads}, {c.pattern}: done")
     tests = sum(1 for r in rows if r["verdict"] != "reference") * len(next(iter(ref_points.values())))
     df = 2 * (3 * reps - 2)
     crit = student_t_quantile(1 - level / (2 * max(tests, 1)), df)
     for row in rows:
-        key = (row["heads"], row["pattern"])
-        rich, var, theory = est[key]
-        if row["verdict"] == "reference":
-            z = np.abs(rich - theory) / np.sqrt(var)
-            row["mc"] = {"separation": float("nan"), "z": float(np.max(z)), "verdict": "(vs theory)"}
-            continue
-        r0, v0, t0 = est[(row["heads"], "mha")]
-        d = rich - r0
-        se = np.sqrt(var + v0)
-        d_t = theory - t0
-        z = float(np.max(np.abs(d - d_t) / se))
-        sep = float(np.max(np.abs(d) / se))
-        if z > crit:
-            verdict = "CONTRADICTS"
-        elif row["verdict"] == "changes":
-            verdict = "confirms" if sep > crit else "unresolved"
-        else:
-            verdict = "confirms"
-        row["mc"] = {"separation": sep, "z": z, "verdict": verdict, "difference": d.tolist(),
-                     "theory_difference": d_t.tolist(), "se": se.tolist()}
+        row["mc"] = _mc_verdict(row, est, crit)
     return {"size": size, "reps": reps, "points": {h: list(ref_points[h]) for h in sorted(ref_points)},
             "critical": float(crit), "level": level, "tests": tests, "df": df}
+
+
+def _mc_verdict(row, est, crit):
+    rich, var, theory = est[(row["heads"], row["pattern"])]
+    if row["verdict"] == "reference":
+        z = np.abs(rich - theory) / np.sqrt(var)
+        return {"separation": float("nan"), "z": float(np.max(z)), "verdict": "(vs theory)"}
+    r0, v0, t0 = est[(row["heads"], "mha")]
+    d = rich - r0
+    se = np.sqrt(var + v0)
+    d_t = theory - t0
+    z = float(np.max(np.abs(d - d_t) / se))
+    sep = float(np.max(np.abs(d) / se))
+    if z > crit:
+        verdict = "CONTRADICTS"
+    elif row["verdict"] == "changes":
+        verdict = "confirms" if sep > crit else "unresolved"
+    else:
+        verdict = "confirms"
+    return {"separation": sep, "z": z, "verdict": verdict, "difference": d.tolist(),
+            "theory_difference": d_t.tolist(), "se": se.tolist()}

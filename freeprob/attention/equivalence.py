@@ -20,7 +20,7 @@ attention the integration gives ``mu0 = 1``, ``mu1 = beta`` and
 ``mu_star_sq = exp(beta^2) - 1 - beta^2``.
 
 Parsing of a nonlinearity given as a string, and of parameter values, is in
-:mod:`freeprob._nonlinearity`.
+:mod:`freeprob._numbers`.
 """
 
 import signal
@@ -33,7 +33,7 @@ from typing import NamedTuple
 import mpmath
 import sympy
 
-from .._errors import ConvergenceError, DomainError
+from .._errors import ConvergenceError, DomainError, FreeProbError
 from .._numbers import check_structure, parse_nonlinearity, read_number
 from .._precision import check_dps, context, guard_digits, mp_to_str, to_mpf
 
@@ -41,6 +41,7 @@ __all__ = [
     "Coefficients",
     "GaussianEquivalent",
     "gaussian_equivalent",
+    "softmax_coefficients",
     "command_line_report",
 ]
 
@@ -514,6 +515,47 @@ def gaussian_equivalent(f, x="x", params=None, *, positive=(), dps=30, method="a
     return GaussianEquivalent(
         f=expr, x=xsym, params=syms, mu0=mu0, mu1=mu1, mu_star_sq=star, second_moment=second,
         method=Coefficients(how0, how1, how_star), values=used, dps=dps)
+
+
+@lru_cache(maxsize=1)
+def softmax_coefficients():
+    """The Gaussian-equivalent coefficients of the softmax exponential, derived symbolically once.
+
+    Runs :func:`gaussian_equivalent` on ``exp(beta*x - beta**2/2)`` with
+    ``method="exact"`` (sympy integration) and maps its parameter to the real
+    symbol ``beta`` used by model files. The attention builder and the
+    real-softmax sampler both read the coefficients here.
+
+    Returns
+    -------
+    beta : sympy.Symbol
+        ``Symbol("beta", real=True)``.
+    mu1 : sympy.Expr
+        The coefficient of the linear part, ``E xi f(xi)``.
+    c : sympy.Expr
+        ``sqrt(E f^2 - mu0^2 - mu1^2)``, the amplitude of the independent
+        Gaussian part.
+
+    Raises
+    ------
+    FreeProbError
+        If the derivation does not give ``mu0 = 1``: then ``1 1^T/l`` would
+        not be the mean removed by the centering of the attention contract.
+
+    Examples
+    --------
+    >>> beta, mu1, c = softmax_coefficients()
+    >>> mu1, c
+    (beta, sqrt(-beta**2 + exp(beta**2) - 1))
+    """
+    ge = gaussian_equivalent("exp(beta*x - beta**2/2)", method="exact")
+    (sym,) = ge.params
+    beta = sympy.Symbol("beta", real=True)
+    if sympy.simplify(ge.mu0 - 1) != 0:
+        raise FreeProbError(f"internal error: the normalized exponential has mu0 = {ge.mu0}, expected 1")
+    mu1 = ge.mu1.xreplace({sym: beta})
+    c = sympy.sqrt(ge.mu_star_sq.xreplace({sym: beta}))
+    return beta, mu1, c
 
 
 def command_line_report(expr_string, params=None, dps=30):

@@ -25,21 +25,20 @@ by ``(mu1 S_h + c Z_h) / sqrt(l)`` with ``Z_h`` (``l x l``) iid ``N(0, 1)``,
 independent across heads, where ``mu1 = beta`` and
 ``c^2 = exp(beta^2) - 1 - beta^2`` are the Hermite coefficients of the
 normalized exponential ``exp(beta x - beta^2/2)``, derived by
-:func:`freeprob._equivalence.gaussian_equivalent`.
+:func:`freeprob.attention.softmax_coefficients`.
 """
 
 import math
 import numbers
-from functools import lru_cache
 
 import numpy as np
 import sympy
 
-from .equivalence import gaussian_equivalent
-from .model import PATTERNS, head_plan
 from .._errors import DomainError, RegimeError, ShapeError
+from .config import head_plan
+from .equivalence import softmax_coefficients
 
-__all__ = ["PATTERNS", "sample_attention", "attention_sizes", "softmax_gaussian_equivalent"]
+__all__ = ["attention_sizes", "config_sizes", "sample_attention", "sample_config", "softmax_gaussian_equivalent"]
 
 
 _TIED_QK_MESSAGE = (
@@ -50,20 +49,12 @@ _TIED_QK_MESSAGE = (
 )
 
 
-@lru_cache(maxsize=1)
-def _exponential_equivalent():
-    """The symbolic derivation for ``exp(beta x - beta^2/2)``, done once."""
-    ge = gaussian_equivalent("exp(beta*x - beta**2/2)", method="exact")
-    (beta,) = ge.params
-    return beta, ge.mu1, ge.mu_star_sq
-
-
 def softmax_gaussian_equivalent(beta):
     """``(mu1, c)`` of the normalized exponential at inverse temperature ``beta``, in double precision.
 
     Evaluates the symbolic coefficients of ``f(x) = exp(beta x - beta^2/2)``
     (``mu1 = beta``, ``c^2 = exp(beta^2) - 1 - beta^2``, derived by
-    integration in :func:`freeprob._equivalence.gaussian_equivalent`) at the
+    integration in :func:`freeprob.attention.softmax_coefficients`) at the
     exact binary value of ``beta``, then rounds to float.
 
     Parameters
@@ -82,7 +73,8 @@ def softmax_gaussian_equivalent(beta):
     1.000000000000 0.847515090402
     """
     beta = _check_beta(beta)
-    sym, mu1, c2 = _exponential_equivalent()
+    sym, mu1, c = softmax_coefficients()
+    c2 = c ** 2
     exact = sympy.Rational(beta)
     mu1_value = float(sympy.N(mu1.xreplace({sym: exact}), 20))
     c2_value = float(sympy.N(c2.xreplace({sym: exact}), 20))
@@ -317,3 +309,36 @@ def attention_sizes(N, ratios):
             raise DomainError(f"ratio {key!r} must be a positive finite number, got {r!r}")
         sizes[key] = max(1, int(round(N * r)))
     return sizes
+
+
+def config_sizes(cfg, n):
+    """Integer sizes ``round(ratio * n)`` of a configuration at scale ``n`` (:func:`attention_sizes`).
+
+    Examples
+    --------
+    >>> from freeprob.attention import attention_config
+    >>> config_sizes(attention_config(2, "mqa", d_out="1/4"), 400)
+    {'l': 400, 'd_h': 200, 'd_v': 200, 'd_out': 100}
+    """
+    return attention_sizes(n, {k: float(getattr(cfg, k)) for k in ("l", "d_h", "d_v", "d_out")})
+
+
+def sample_config(cfg, n, rng=None, linear=False):
+    """Squared singular values of one real-softmax (or ``linear``) sample of a configuration at scale ``n``.
+
+    Parameters
+    ----------
+    cfg : AttentionConfig
+    n : int or float
+        The scale; sizes are :func:`config_sizes`.
+    rng : None, int or numpy.random.Generator, optional
+    linear : bool, optional
+        Sample the Gaussian-equivalent surrogate instead (:func:`sample_attention`).
+
+    Returns
+    -------
+    numpy.ndarray
+    """
+    s = config_sizes(cfg, n)
+    return sample_attention(s["l"], cfg.heads, s["d_h"], s["d_v"], s["d_out"], float(cfg.beta),
+                            pattern=cfg.pattern, rng=rng, linear=linear)

@@ -23,7 +23,17 @@ import json
 import math
 import sys
 
-from .._errors import DomainError
+from .. import DomainError
+from ..attention import (
+    attention_config,
+    check_attention,
+    check_regime,
+    command_line_report,
+    compare_patterns,
+    emit_model,
+    model_text,
+    plot_check,
+)
 
 __all__ = [
     "add_attention_parsers",
@@ -62,8 +72,6 @@ def _ratios(args):
 
 def cmd_attention(args, out):
     """``freeprob attention``: print or write (``--emit``) the Gaussian-equivalent model file."""
-    from ..attention.model import attention_config, check_regime, emit_model, model_text
-
     cfg = attention_config(args.heads, args.pattern, args.beta, **_ratios(args))
     if args.seq_len is not None:
         check_regime(cfg.beta, args.seq_len, head_dim=max(1, round(args.seq_len * cfg.d_h / cfg.l)))
@@ -86,8 +94,6 @@ def _progress(line):
 
 def cmd_attention_check(args, out):
     """``freeprob attention check``: the multi-size real-softmax report."""
-    from ..attention.check import check_attention, plot_check
-
     sizes = _ints(args.sizes, "--sizes")
     reps = _ints(args.reps, "--reps") if args.reps else None
     rep = check_attention(args.heads, args.pattern, args.beta, **_ratios(args), sizes=sizes, reps=reps,
@@ -104,8 +110,6 @@ def cmd_attention_check(args, out):
 
 def cmd_attention_compare(args, out):
     """``freeprob attention compare``: the sharing-pattern and head-allocation study."""
-    from ..attention.compare import compare_patterns
-
     heads = _ints(args.heads, "--heads")
     patterns = [p.strip() for p in args.patterns.split(",") if p.strip()]
     if not patterns:
@@ -134,8 +138,6 @@ def _json_default(x):
 
 def cmd_equivalence(args, out):
     """``freeprob equivalence``: Gaussian-equivalent coefficients of a nonlinearity."""
-    from ..attention.equivalence import command_line_report
-
     params = {}
     for item in args.set or []:
         if "=" not in item:

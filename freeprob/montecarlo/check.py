@@ -1,9 +1,4 @@
-"""Monte-Carlo of the same expression, built in (MATH.md §5).
-
-The expression tree is sampled at finite size: every dimension ``s`` becomes
-``round(rho_s N)`` rows, every leaf one seeded draw (a matrix occurring
-several times is drawn once), every scalar evaluated with the actual sizes,
-so the user's own scale factors are what is tested.
+"""The Monte-Carlo check of a law against samples of its own expression (rank 3).
 
 :func:`check` compares samples with the theory. For polynomials in Gaussian
 matrices, linear statistics (moments, the counting function at fixed points)
@@ -17,108 +12,21 @@ of linear statistics (for counting statistics the true scale carries an
 extra ``log N``, which makes the pooled error slightly conservative at ``N``).
 The Kolmogorov-Smirnov distance is reported at both sizes; it should halve
 from ``N/2`` to ``N``.
+
+The law is taken by duck type: what :func:`~freeprob.montecarlo.sample.sample_spectrum`
+reads, plus ``name``, ``moments(k)`` and ``cdf_function()``.
 """
 
 from dataclasses import dataclass, field
 
-import mpmath
 import numpy as np
 import sympy
 
 from .._errors import DomainError
-from ..expr.tree import Matrix, Product, Scaled, Sum, Transpose
+from .sample import sample_spectrum
+from .stats import ks_distance, student_t_quantile
 
-__all__ = ["sample_matrix", "sample_spectrum", "sizes_for", "check", "CheckReport", "student_t_quantile"]
-
-
-def sizes_for(law, n):
-    """Integer sizes ``{dimension: round(ratio * n)}`` (at least 1)."""
-    if n < 1:
-        raise DomainError(f"the Monte-Carlo size must be a positive integer, got {n}")
-    return {s: max(1, int(round(float(r) * n))) for s, r in law.ratios.items()}
-
-
-def _scalar(c, values):
-    v = sympy.sympify(c).subs(values)
-    if not v.is_number:
-        raise DomainError(f"cannot evaluate the scalar {c}: give values for {sorted(map(str, v.free_symbols))}")
-    return float(v)
-
-
-def sample_matrix(law, n, rng=None):
-    """One sample of the expression of ``law`` at size ``n`` (numpy array)."""
-    rng = np.random.default_rng(rng)
-    sizes = sizes_for(law, n)
-    values = dict(law.params)
-    values.update({s: sympy.Integer(k) for s, k in sizes.items()})
-    leaves = {}
-
-    def leaf(node):
-        if node.name in leaves:
-            return leaves[node.name]
-        a, b = sizes[node.shape[0]], sizes[node.shape[1]]
-        if node.kind == "identity":
-            m = np.eye(a)
-        else:
-            sd = np.sqrt(_scalar(node.variance, values))
-            if node.kind == "gaussian":
-                m = sd * rng.standard_normal((a, b))
-            else:
-                g = rng.standard_normal((a, a))
-                m = sd * (g + g.T) / np.sqrt(2.0)
-        leaves[node.name] = m
-        return m
-
-    cache = {}
-
-    def ev(node):
-        if node in cache:
-            return cache[node]
-        if isinstance(node, Matrix):
-            out = leaf(node)
-        elif isinstance(node, Scaled):
-            out = _scalar(node.coeff, values) * ev(node.arg)
-        elif isinstance(node, Transpose):
-            out = ev(node.arg).T
-        elif isinstance(node, Sum):
-            out = sum(ev(t) for t in node.terms)
-        elif isinstance(node, Product):
-            mats = [ev(f) for f in node.factors]
-            out = np.linalg.multi_dot(mats) if len(mats) > 2 else mats[0] @ mats[1]
-        else:
-            raise TypeError(node)
-        cache[node] = out
-        return out
-
-    return ev(law.expr)
-
-
-def sample_spectrum(law, n, rng=None):
-    """Eigenvalues (symmetric law) or squared singular values (over the rows) of one sample, sorted."""
-    m = sample_matrix(law, n, rng)
-    if law.law == "eigenvalues":
-        s = np.linalg.eigvalsh((m + m.T) / 2)
-    else:
-        s = np.linalg.svd(m, compute_uv=False) ** 2
-        if len(s) < m.shape[0]:
-            s = np.concatenate([np.zeros(m.shape[0] - len(s)), s])
-    # rank deficiency gives exact zeros in exact arithmetic; rounding leaves values
-    # of order 1e-13 ||H||, which are set back to 0 so that atoms at 0 compare exactly
-    scale = float(np.max(np.abs(s))) if s.size else 0.0
-    s = np.where(np.abs(s) <= 1e-9 * scale, 0.0, s)
-    return np.sort(s)
-
-
-def student_t_quantile(p, df):
-    """Quantile of Student's t distribution (mpmath, no scipy)."""
-    df = mpmath.mpf(df)
-
-    def cdf(t):
-        x = df / (df + t * t)
-        tail = mpmath.betainc(df / 2, mpmath.mpf(1) / 2, 0, x, regularized=True) / 2
-        return 1 - tail if t > 0 else tail
-
-    return float(mpmath.findroot(lambda t: cdf(t) - p, mpmath.sqrt(2) * mpmath.erfinv(2 * p - 1)))
+__all__ = ["CheckReport", "check"]
 
 
 @dataclass(frozen=True)
@@ -226,18 +134,6 @@ def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.7
                 "passed": passed,
             }
         )
-    ks = float(np.mean([_ks(s, cdf) for s in big]))
-    ks_half = float(np.mean([_ks(s, cdf) for s in half]))
+    ks = float(np.mean([ks_distance(s, cdf) for s in big]))
+    ks_half = float(np.mean([ks_distance(s, cdf) for s in half]))
     return CheckReport(law.name, n, reps, seed, ks, ks_half, tuple(rows), crit, bool(ok), tuple(big))
-
-
-def _ks(sample, cdf):
-    """``sup |F_n - F|`` for a law with atoms: compared at every sample value from both sides."""
-    x = np.sort(sample)
-    m = len(x)
-    ux, first = np.unique(x, return_index=True)
-    counts_le = np.searchsorted(x, ux, side="right") / m
-    counts_lt = first / m
-    f = cdf(ux)
-    fl = cdf.left(ux)
-    return float(max(np.max(np.abs(counts_le - f)), np.max(np.abs(counts_lt - fl))))

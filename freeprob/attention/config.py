@@ -1,0 +1,248 @@
+"""Attention configurations: sharing patterns, head plans and validated exact sizes.
+
+Both the expression builder (:mod:`freeprob.attention.model`) and the
+real-softmax sampler (:mod:`freeprob.attention.softmax`) read a pattern
+through :func:`head_plan`; nothing here imports either of them.
+"""
+
+import numbers
+from dataclasses import dataclass
+
+import sympy
+
+from .._errors import DomainError, RegimeError, ShapeError
+from .._numbers import read_number
+
+__all__ = [
+    "PATTERNS",
+    "AttentionConfig",
+    "attention_config",
+    "groups_divide",
+    "head_plan",
+    "positive_int",
+    "beta_value",
+]
+
+#: Sharing patterns (``gqa:G`` with ``G`` groups); ``tied-qk`` is refused.
+PATTERNS = ("mha", "mqa", "gqa:G", "shared-v", "tied-kv", "tied-qk")
+
+DEFAULT_WIDTH = sympy.Rational(1, 2)
+
+_TIED_QK = (
+    "pattern 'tied-qk' (Q_h = K_h, symmetric scores) is outside the regime of Gaussian equivalence, "
+    "so no law is returned: the diagonal score |k_i|^2/sqrt(d_h) concentrates at sqrt(d_h) (= 8 at "
+    "d_h = 64, against off-diagonal scores of order 1), and it grows without bound in the proportional "
+    "limit d_h = rho N. exp(beta sqrt(d_h)) then outweighs the whole row (about l exp(beta^2/2)) as soon "
+    "as beta sqrt(d_h) > log(l) + beta^2/2, softmax saturates on the diagonal, A_h tends to the identity "
+    "and the output is of order l, not the O(1) law of (beta S + c Z)/sqrt(l). Use distinct query and "
+    "key matrices; freeprob.attention.sample_attention(..., pattern='tied-qk', allow_outside_regime=True) "
+    "samples the real layer to show the failure."
+)
+
+
+def positive_int(name, value):
+    """``value`` as an int, or DomainError naming ``name`` (bools and non-integers refused)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise DomainError(f"{name} must be a positive integer, got {value!r}")
+    return int(value)
+
+
+def beta_value(beta):
+    """The exact nonzero inverse temperature (read by :func:`freeprob._numbers.read_number`)."""
+    b = read_number(beta, what="beta")
+    if b == 0:
+        raise DomainError("beta must be nonzero: at beta = 0 softmax is uniform and the centered output is 0")
+    return b
+
+
+def _ratio_value(value, name):
+    v = read_number(value, what=f"ratio {name}")
+    if not v > 0:
+        raise DomainError(f"ratio {name} must be positive, got {value!r}")
+    return v
+
+
+def _gqa_groups(name, pattern):
+    """``G`` of a normalized ``gqa:G`` pattern name (DomainError when it is not a positive integer)."""
+    text = name[4:]
+    if not text.isdigit() or int(text) < 1:
+        raise DomainError(f"pattern {pattern!r}: the group count G in 'gqa:G' must be a positive integer")
+    return int(text)
+
+
+def groups_divide(heads, pattern):
+    """Whether ``heads`` can be split as ``pattern`` asks: False only for ``gqa:G`` with ``G`` not dividing ``H``.
+
+    Other problems of the pattern (unknown name, malformed ``G``) are left to
+    :func:`head_plan`, which raises on them.
+
+    Examples
+    --------
+    >>> groups_divide(4, "gqa:2"), groups_divide(3, "gqa:2"), groups_divide(3, "mqa")
+    (True, False, True)
+    """
+    if not isinstance(pattern, str):
+        return True
+    name = pattern.strip().lower()
+    if not name.startswith("gqa:"):
+        return True
+    text = name[4:]
+    if not text.isdigit() or int(text) < 1:
+        return True
+    return heads % int(text) == 0
+
+
+def head_plan(pattern, heads, allow_tied_qk=False):
+    """Normalize a sharing pattern: ``(name, groups, plan)``.
+
+    ``groups`` is the number of distinct key matrices (``H``, 1 for ``mqa``,
+    ``G`` for ``gqa:G``); ``plan[h] = (q, k, v)`` gives head ``h``'s query,
+    key and value matrix (0-based; ``"tied"`` where it is another of the
+    head's own matrices). Both the builder and the real-softmax sampler
+    read the pattern through this one function.
+
+    Examples
+    --------
+    >>> head_plan("gqa:2", 4)
+    ('gqa:2', 2, [(0, 0, 0), (1, 0, 0), (2, 1, 1), (3, 1, 1)])
+    >>> head_plan("tied-kv", 2)[2]
+    [(0, 0, 'tied'), (1, 1, 'tied')]
+
+    Raises
+    ------
+    RegimeError
+        ``tied-qk`` unless ``allow_tied_qk`` (the sampler shows its failure).
+    DomainError
+        An unknown pattern, or ``H`` not divisible by ``G``
+        (:func:`groups_divide` tells beforehand).
+    """
+    if not isinstance(pattern, str):
+        raise DomainError(f"pattern must be a string among {PATTERNS}, got {pattern!r}")
+    name = pattern.strip().lower()
+    hs = range(heads)
+    if name == "tied-qk" and not allow_tied_qk:
+        raise RegimeError(_TIED_QK)
+    plans = {
+        "mha": (heads, [(h, h, h) for h in hs]),
+        "mqa": (1, [(h, 0, h) for h in hs]),
+        "shared-v": (heads, [(h, h, 0) for h in hs]),
+        "tied-kv": (heads, [(h, h, "tied") for h in hs]),
+        "tied-qk": (heads, [("tied", h, h) for h in hs]),
+    }
+    if name in plans:
+        return (name, *plans[name])
+    if name.startswith("gqa:"):
+        groups = _gqa_groups(name, pattern)
+        if not groups_divide(heads, name):
+            raise DomainError(f"pattern {pattern!r}: {heads} heads cannot be split into {groups} equal groups "
+                              f"(H must be divisible by G)")
+        size = heads // groups
+        return f"gqa:{groups}", groups, [(h, h // size, h // size) for h in hs]
+    raise DomainError(f"unknown sharing pattern {pattern!r}; expected one of {', '.join(PATTERNS)}")
+
+
+@dataclass(frozen=True)
+class AttentionConfig:
+    """One attention configuration; exact values, hashable.
+
+    Attributes
+    ----------
+    heads : int
+    pattern : str
+        Normalized: ``mha``, ``mqa``, ``gqa:G``, ``shared-v`` or ``tied-kv``.
+    groups : int
+        Number of distinct key matrices (``H``, 1 for ``mqa``, ``G``).
+    beta : sympy.Expr
+    l, d_h, d_v, d_out : sympy.Expr
+        Exact ratios; ``d_v == d_h`` for ``tied-kv``.
+    """
+
+    heads: int
+    pattern: str
+    groups: int
+    beta: sympy.Expr
+    l: sympy.Expr
+    d_h: sympy.Expr
+    d_v: sympy.Expr
+    d_out: sympy.Expr
+
+    def key_index(self, h):
+        """Key matrix (1-based) used by head ``h`` (0-based)."""
+        return 1 + h // (self.heads // self.groups)
+
+    def value_index(self, h):
+        """Value matrix (1-based) used by head ``h``; 0 for ``tied-kv``."""
+        if self.pattern == "tied-kv":
+            return 0
+        if self.pattern == "shared-v":
+            return 1
+        if self.pattern.startswith("gqa:"):
+            return self.key_index(h)
+        return h + 1
+
+    @property
+    def name(self):
+        """``attention-<pattern>-h<H>`` (``gqa:2`` written ``gqa2``)."""
+        return f"attention-{self.pattern.replace(':', '')}-h{self.heads}"
+
+    @property
+    def ratios(self):
+        """``{name: exact ratio}`` of the dimensions of the expression."""
+        out = {"l": self.l, "d_h": self.d_h, "d_v": self.d_v, "d_out": self.d_out}
+        if self.pattern == "tied-kv":
+            del out["d_v"]
+        return out
+
+    def label(self):
+        """A short description for tables."""
+        return (f"{self.pattern} H={self.heads} beta={self.beta} l={self.l} d_h={self.d_h} d_v={self.d_v} "
+                f"d_out={self.d_out}")
+
+
+def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH):
+    """Validate a configuration.
+
+    Parameters
+    ----------
+    heads : int
+        Number of heads ``H``.
+    pattern : str
+        ``mha``, ``mqa``, ``gqa:G``, ``shared-v``, ``tied-kv`` (``tied-qk`` is
+        refused).
+    beta : real
+        Inverse temperature (nonzero); floats are read by their shortest
+        decimal (``0.1 -> 1/10``).
+    l, d_h, d_v, d_out : real, optional
+        Ratios of the sequence length, the query/key width per head, the
+        value width per head and the output width. Default ``l = 1``,
+        ``d_h = d_out = 1/2``, ``d_v = d_h``.
+
+    Returns
+    -------
+    AttentionConfig
+
+    Raises
+    ------
+    DomainError
+        Bad sizes, ``beta = 0``, unknown pattern, ``H`` not divisible by ``G``.
+    ShapeError
+        ``tied-kv`` with ``d_v != d_h``.
+    RegimeError
+        ``tied-qk``.
+
+    Examples
+    --------
+    >>> cfg = attention_config(2, "GQA:2", "1.5")
+    >>> cfg.pattern, cfg.groups, cfg.beta, cfg.d_v
+    ('gqa:2', 2, 3/2, 1/2)
+    """
+    heads = positive_int("heads", heads)
+    name, groups, _ = head_plan(pattern, heads)
+    b = beta_value(beta)
+    lr = _ratio_value(l, "l")
+    dh = _ratio_value(d_h, "d_h")
+    dv = dh if d_v is None else _ratio_value(d_v, "d_v")
+    do = _ratio_value(d_out, "d_out")
+    if name == "tied-kv" and dv != dh:
+        raise ShapeError(f"pattern 'tied-kv' sets V_h = K_h/sqrt(l), so it needs d_v = d_h; got d_v = {dv}, d_h = {dh}")
+    return AttentionConfig(heads, name, groups, b, lr, dh, dv, do)
