@@ -9,6 +9,7 @@ solve them to any precision, and check the answer by Monte-Carlo.
 >>> law = fp.eigenvalue_law(X @ X.T / n, ratios={p: 1, n: 2})
 """
 
+from . import attention
 from ._errors import (
     ConvergenceError,
     DomainError,
@@ -21,13 +22,27 @@ from ._errors import (
     ScalingError,
     ShapeError,
 )
+from ._precision import fmt
+from .attention import (
+    attention_config,
+    attention_law,
+    check_attention,
+    compare_patterns,
+    emit_model,
+    sample_attention,
+)
 from .attention.equivalence import GaussianEquivalent, gaussian_equivalent
+from .expr.modelfile import Model, builtin_models, find_model, load_model
 from .expr.tree import dims, expression_graph, gaussian, identity, wigner
 from .law import SpectralLaw, eigenvalue_law, law_of, singular_value_law
-from .expr.modelfile import Model, builtin_models, find_model, load_model
 from .montecarlo.check import CheckReport, check
 from .montecarlo.sample import sample_spectrum
-from ._precision import fmt
+from .scalar.algebraic import (
+    AlgebraicLaw,
+    free_additive_convolution,
+    free_multiplicative_convolution,
+    subordination,
+)
 from .scalar.laws import (
     Arcsine,
     Atomic,
@@ -37,69 +52,54 @@ from .scalar.laws import (
     free_cumulants_from_moments,
     moments_from_free_cumulants,
 )
-from .scalar.algebraic import (
-    AlgebraicLaw,
-    free_additive_convolution,
-    free_multiplicative_convolution,
-    subordination,
-)
-from . import attention
-from .attention import (
-    attention_config,
-    attention_law,
-    check_attention,
-    compare_patterns,
-    emit_model,
-    sample_attention,
-)
 
 __all__ = [
     "AlgebraicLaw",
     "Arcsine",
-    "attention_config",
-    "attention_law",
-    "check_attention",
-    "compare_patterns",
-    "emit_model",
     "Atomic",
     "attention",
-    "CheckReport",
-    "FreePoisson",
-    "GaussianEquivalent",
-    "MarchenkoPastur",
-    "Model",
-    "Semicircle",
+    "attention_config",
+    "attention_law",
     "builtin_models",
     "check",
+    "check_attention",
+    "CheckReport",
+    "compare_patterns",
+    "ConvergenceError",
+    "dims",
+    "DomainError",
+    "eigenvalue_law",
+    "EliminationError",
+    "emit_model",
+    "expression_graph",
     "find_model",
+    "fmt",
     "free_additive_convolution",
     "free_cumulants_from_moments",
     "free_multiplicative_convolution",
-    "gaussian_equivalent",
-    "load_model",
-    "moments_from_free_cumulants",
-    "sample_attention",
-    "sample_spectrum",
-    "subordination",
-    "ConvergenceError",
-    "DomainError",
-    "EliminationError",
+    "FreePoisson",
     "FreeProbError",
+    "gaussian",
+    "gaussian_equivalent",
+    "GaussianEquivalent",
+    "identity",
+    "law_of",
+    "load_model",
+    "MarchenkoPastur",
+    "Model",
     "ModelFileError",
+    "moments_from_free_cumulants",
     "NotSelfAdjointError",
     "RegimeError",
     "RegimeWarning",
+    "sample_attention",
+    "sample_spectrum",
     "ScalingError",
+    "Semicircle",
     "ShapeError",
-    "SpectralLaw",
-    "dims",
-    "eigenvalue_law",
-    "expression_graph",
-    "fmt",
-    "gaussian",
-    "identity",
-    "law_of",
     "singular_value_law",
+    "SpectralLaw",
+    "subordination",
     "wigner",
 ]
 

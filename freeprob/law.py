@@ -22,6 +22,7 @@ from .reduce.reduction import Reduction
 from .scalar.closedform import (
     LawData,
     cauchy_polynomial,
+    exact_moments,
     polynomial_atoms,
     polynomial_cauchy,
     polynomial_density,
@@ -383,6 +384,12 @@ class SpectralLaw:
         except EliminationError as exc:
             self._cache.put(key, exc)
             raise
+
+    def exact_moments(self, k, symbolic=False):
+        """Moments ``(m_1, ..., m_k)`` from the series at infinity of :meth:`polynomial`'s branch
+        (:func:`freeprob.scalar.closedform.exact_moments`): exact numbers, or with
+        ``symbolic=True`` rational functions of the ratios and parameters."""
+        return exact_moments(self.closed_form_data, k, symbolic=symbolic)
 
     def support(self, dps=None, grid=2001, method=None):
         """Support intervals ``[(a, b), ...]`` with edges to ``dps`` digits (default 15).

@@ -186,7 +186,7 @@ def test_first_moment_softmax_and_linear_surrogate():
     m_lin, se_lin = seed_means(n_seeds, *args, linear=True)
     m_soft, se_soft = seed_means(n_seeds, *args)
 
-    # Finite-size allowance for real softmax: MATH.md section 5 gives row-normalization
+    # Finite-size allowance for real softmax: docs/math.md section 5 gives row-normalization
     # corrections of order l^{-1/2} ("a few per cent at l = 1500", i.e. a constant ~1), so
     # we allow l^{-1/2} relative (4.1% at l = 600). For this first moment the leading
     # corrections are in fact smaller: conditionally on q_i a row of scores is iid

@@ -27,7 +27,7 @@ submodules of this package, and a function of the same name would hide them.
 """
 
 from .._errors import RegimeWarning
-from .check import CheckReport, check_attention, multi_size_check, rank_atom
+from .check import AttentionCheckReport, check_attention, multi_size_check, rank_atom
 from .compare import ComparisonReport, allocation_study, compare_patterns, same_system, width_study
 from .config import PATTERNS, AttentionConfig, attention_config, groups_divide, head_plan
 from .equivalence import GaussianEquivalent, command_line_report, gaussian_equivalent, softmax_coefficients
@@ -42,7 +42,7 @@ __all__ = [
     "REGIME_REFUSE",
     "REGIME_WARN",
     "AttentionConfig",
-    "CheckReport",
+    "AttentionCheckReport",
     "ComparisonReport",
     "GaussianEquivalent",
     "RegimeWarning",

@@ -11,7 +11,7 @@ of the differences by weighted least squares,
 
     D(N) = a + b N^(-1/2) + c N^(-1) ,
 
-the ``N^(-1/2)`` trend of the row normalization (MATH.md section 5) plus
+the ``N^(-1/2)`` trend of the row normalization (docs/math.md section 5) plus
 the ``1/N`` bias that every finite-size linear statistic carries. (Measured
 at ``beta = 1``, the bias of the bulk statistics halves with each doubling of
 ``N``: fitting ``N^(-1/2)`` alone to such data over-extrapolates by several
@@ -58,7 +58,7 @@ from .regime import check_regime
 from .softmax import config_sizes, sample_config
 
 __all__ = [
-    "CheckReport",
+    "AttentionCheckReport",
     "check_attention",
     "multi_size_check",
     "rank_atom",
@@ -83,25 +83,12 @@ def rank_atom(cfg):
     return [(0.0, float(mass))] if mass > 0 else []
 
 
-def _moment_table(cdf, k):
-    """``(x, int_0^x t^k dF)`` on the table's cell boundaries (midpoint rule), per interval, concatenated."""
-    xs, vals = [], []
-    acc = 0.0
-    for xb, cum in cdf._pieces:
-        mid = (xb[1:] + xb[:-1]) / 2
-        inc = np.concatenate([[0.0], np.cumsum(mid ** k * np.diff(cum))])
-        xs.append(xb)
-        vals.append(acc + inc)
-        acc += inc[-1]
-    return np.concatenate(xs), np.concatenate(vals)
-
-
 def _theory_statistics(cdf, exact_moments, qpoints, trim, l):
     """The limit of :func:`bulk_statistics` at sequence length ``l`` (trimmed moments need ``l``)."""
     out = []
     x_t = cdf.quantile(1 - trim / l) if trim else math.inf
     for k, m in enumerate(exact_moments, start=1):
-        xs, phi = _moment_table(cdf, k)
+        xs, phi = cdf.moment_table(k)
         tail = phi[-1] - np.interp(x_t, xs, phi) if trim else 0.0
         out.append(m - tail)
     out += [float(cdf(q)) for q in qpoints]
@@ -115,7 +102,7 @@ def _float_moments(law, k):
 
 
 @dataclass(frozen=True)
-class CheckReport:
+class AttentionCheckReport:
     """Result of :func:`check_attention`; ``passed`` is the verdict, ``text()`` the report."""
 
     config: str
@@ -222,7 +209,7 @@ def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d
 
     Returns
     -------
-    CheckReport
+    AttentionCheckReport
 
     Raises
     ------
@@ -287,7 +274,7 @@ def multi_size_check(sample, law, atoms, sizes, *, lengths=None, reps=None, seed
 
     Returns
     -------
-    CheckReport
+    AttentionCheckReport
     """
     t0 = time.perf_counter()
     sizes = _check_sizes(sizes, rates)
@@ -348,6 +335,6 @@ def multi_size_check(sample, law, atoms, sizes, *, lengths=None, reps=None, seed
             "lof_p_sqrt_only": fit1["lof_p"], "sd_N": tuple(float(s) for s in fit["sd_N"]), "passed": passed,
         })
     seed_repr = seed if isinstance(seed, int) else seq.entropy
-    return CheckReport(label or law.name, bool(linear), sizes, reps, seed_repr, trim, tuple(rates), level,
+    return AttentionCheckReport(label or law.name, bool(linear), sizes, reps, seed_repr, trim, tuple(rates), level,
                        float(crit), df, float(epsilon), tuple(rows), bool(ok), time.perf_counter() - t0,
                        tuple(spectra), law, tuple(atoms))

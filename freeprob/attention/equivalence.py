@@ -7,7 +7,7 @@ Gaussian random matrix is described by three numbers (Hermite coefficients):
 * ``mu0 = E f(xi)``,
 * ``mu1 = E xi f(xi)``,
 * ``mu_star_sq = E f(xi)^2 - mu0^2 - mu1^2`` (the variance of the
-  "nonlinear part", written ``c^2`` in MATH.md section 6).
+  "nonlinear part", written ``c^2`` in docs/math.md section 6).
 
 They are derived by integrating against the Gaussian weight
 ``exp(-x^2/2)/sqrt(2 pi)`` over the real line with :func:`sympy.integrate`,
@@ -412,7 +412,7 @@ def gaussian_equivalent(f, x="x", params=None, *, positive=(), dps=30, method="a
     References
     ----------
     Hayase, Collins, Karakida (2025); Hayase, Karakida (2026): Gaussian
-    equivalence of softmax attention (MATH.md section 6).
+    equivalence of softmax attention (docs/math.md section 6).
 
     Examples
     --------

@@ -44,7 +44,7 @@ def plot_check(report, path):
 
     Parameters
     ----------
-    report : CheckReport
+    report : AttentionCheckReport
     path : str or Path
         PNG file to write.
 

@@ -12,7 +12,7 @@ with, for each head ``h``,
 * ``V_h`` (``l x d_v``) with iid ``N(0, 1/l)`` entries,
 * ``W_h`` (``d_v x d_out``) with iid ``N(0, 1/(H d_v))`` entries,
 
-independent across heads unless a sharing pattern ties them (MATH.md
+independent across heads unless a sharing pattern ties them (docs/math.md
 section 6). This is the setting of inputs ``X`` (``l x d``, ``d >= l``) with
 orthonormal rows and Gaussian weights ``W^Q, W^K`` (``d x d_h``, variance 1),
 ``W^V`` (``d x d_v``, variance ``1/l``): ``Q = X W^Q`` is then exactly an

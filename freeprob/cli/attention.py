@@ -172,7 +172,7 @@ def add_attention_parsers(subparsers):
     p = subparsers.add_parser(
         "attention", help="multi-head attention: emit the Gaussian-equivalent model, check it, compare patterns",
         description="Gaussian-equivalent law of centered multi-head softmax attention, "
-                    "Y = sum_h sqrt(l)(A_h - 11^T/l) V_h W_h (see freeprob._attention).")
+                    "Y = sum_h sqrt(l)(A_h - 11^T/l) V_h W_h (see freeprob.attention.model).")
     _config_args(p, suppress=False)
     p.add_argument("--seq-len", type=int, help="check the regime of validity at this sequence length")
     p.add_argument("--name", help="model name (default attention-<pattern>-h<H>)")

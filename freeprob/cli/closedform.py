@@ -1,4 +1,4 @@
-"""Command-line reports of the closed forms (:mod:`freeprob._closedform`).
+"""Command-line reports of the closed forms (:mod:`freeprob.scalar.closedform`).
 
 ::
 
@@ -18,7 +18,6 @@ from .._errors import EliminationError, FreeProbError
 from .._precision import check_dps, context, mp_to_str, to_mpf
 from .common import model_of
 from .. import law_of
-from ..scalar.closedform import cauchy_polynomial, exact_moments
 
 __all__ = ["polynomial_report", "moments_report", "add_closedform_parsers", "cmd_moments"]
 
@@ -52,9 +51,9 @@ def polynomial_report(law, latex=False, as_json=False):
     >>> text.splitlines()[1]
     'Pi(g, z) = g**2 - g*z + 1 = 0'
     """
-    num = cauchy_polynomial(law, symbolic=False)
+    num = law.polynomial(symbolic=False)
     try:
-        sym = cauchy_polynomial(law, symbolic=True)
+        sym = law.polynomial(symbolic=True)
         sym_error = None
     except EliminationError as exc:
         sym, sym_error = None, str(exc)
@@ -160,7 +159,7 @@ def moments_report(law, k, exact=False, as_json=False, dps=15):
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise FreeProbError(f"-k must be a positive number of moments, got {k!r}")
     try:
-        ms = list(exact_moments(law, k))
+        ms = list(law.exact_moments(k))
         source = "the series of Pi at infinity"
     except EliminationError:
         try:

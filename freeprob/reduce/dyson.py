@@ -1,4 +1,4 @@
-"""The covariance map and the reduced Dyson equation (MATH.md §3.3-3.5).
+"""The covariance map and the reduced Dyson equation (docs/math.md §3.3-3.5).
 
 From a self-adjoint pencil ``L = b0 + sum c E_ij (x) X~`` this module builds,
 exactly in sympy:

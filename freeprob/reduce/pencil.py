@@ -1,4 +1,4 @@
-"""Automatic linearization (MATH.md §3.2).
+"""Automatic linearization (docs/math.md §3.2).
 
 Every polynomial ``P`` in the matrices has a linear pencil ``Q`` with constant
 selection vectors ``e``, ``f`` such that ``P = -e^T Q^{-1} f``; it is built
@@ -61,7 +61,7 @@ def _shift(entries, k, kind):
 def linearize(expr, norm):
     """The pencil of ``expr`` with the normalized coefficients of ``norm``.
 
-    ``norm`` is a :class:`freeprob._scaling.Normalization` of ``expr``; the
+    ``norm`` is a :class:`freeprob.reduce.scaling.Normalization` of ``expr``; the
     pencil represents ``N^0`` times the expression with every leaf replaced by
     its normalized version (so it is the limit object).
     """

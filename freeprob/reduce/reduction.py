@@ -1,10 +1,10 @@
 """From an expression to its reduced Dyson system: the symbolic pipeline.
 
 :class:`Reduction` runs, once per expression and law kind, the steps of
-MATH.md §3 with the ratios and parameters kept as symbols: normalization
+docs/math.md §3 with the ratios and parameters kept as symbols: normalization
 (scaling check), symmetry check, linear pencil, self-adjoint pencil,
 covariance map and the reduced Dyson system. Numbers enter later, in
-:mod:`freeprob._law`.
+:mod:`freeprob.law`.
 """
 
 import sympy

@@ -3,7 +3,7 @@
 Every Gaussian ``X`` of variance ``v`` is written ``X = sqrt(v N) X~`` with
 ``X~`` of entry variance ``1/N``, and every dimension ``s`` as ``s = rho_s N``.
 A monomial of degree ``k`` then carries ``N^(k/2)`` from its leaves times the
-power of ``N`` of its scalar coefficient; it must be ``N^0`` (MATH.md §2).
+power of ``N`` of its scalar coefficient; it must be ``N^0`` (docs/math.md §2).
 After this step a dimension symbol appearing in a coefficient stands for its
 ratio ``rho_s``.
 """

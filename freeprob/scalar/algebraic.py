@@ -3,7 +3,7 @@
 An :class:`AlgebraicLaw` is a law known only through the polynomial
 ``Π(g, z)`` its Cauchy transform solves, ``G`` being the branch with
 ``G(z) ~ 1/z`` at infinity; it shares the interface of
-:class:`freeprob._scalar.ScalarLaw` (``cauchy``, ``density``, ``moments``,
+:class:`freeprob.scalar.laws.ScalarLaw` (``cauchy``, ``density``, ``moments``,
 ``free_cumulants``, ``r_transform``, ``s_transform``), with values obtained by
 branch tracking instead of a closed form.
 
@@ -19,7 +19,7 @@ polynomial, through the subordination functions ``ω_1, ω_2``
 (a :class:`SubordinationResult`).
 
 Conventions (the symbols ``g, z``, the branch at infinity, the R- and
-S-transforms) are those of :mod:`freeprob._scalar`.
+S-transforms) are those of :mod:`freeprob.scalar.laws`.
 """
 
 import dataclasses

@@ -3,7 +3,7 @@
 For a polynomial model in Gaussian matrices the Cauchy transform is
 algebraic: ``Π(G(z), z) = 0`` for one irreducible polynomial ``Π``.
 :func:`cauchy_polynomial` finds it by eliminating the reduced Dyson system
-(:mod:`freeprob._elimination`), and chooses the factor that carries the law:
+(:mod:`freeprob.scalar.elimination`), and chooses the factor that carries the law:
 the one that vanishes at the Dyson solution and whose branch
 ``g = 1/z + m_1/z^2 + ...`` at infinity reproduces the exact moments. From
 ``Π``:

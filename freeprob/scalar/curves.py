@@ -6,7 +6,7 @@ factor of a resultant satisfied by the true branch) and the numerics that
 evaluate an algebraic Cauchy transform to any precision (branch tracking from
 infinity in double precision, Newton polishing in a local mpmath context).
 
-The law objects that use these live in :mod:`freeprob._scalar` and :mod:`freeprob._scalar_algebraic`.
+The law objects that use these live in :mod:`freeprob.scalar.laws` and :mod:`freeprob.scalar.algebraic`.
 
 Conventions
 -----------

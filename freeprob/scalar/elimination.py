@@ -1,6 +1,6 @@
-"""Elimination of a reduced Dyson system to one polynomial ``Π(G, z) = 0`` (MATH.md §3.5 (b)).
+"""Elimination of a reduced Dyson system to one polynomial ``Π(G, z) = 0`` (docs/math.md §3.5 (b)).
 
-The Dyson equations of :class:`~freeprob._dyson.DysonSystem` read, per space
+The Dyson equations of :class:`~freeprob.reduce.dyson.DysonSystem` read, per space
 ``s``, ``g_k = adj(A_s)[p, q] / det(A_s)`` for every unknown ``k = (s, p, q)``
 and ``G = adj(A_s)[i, i] / det(A_s)`` for the first ``u`` row ``(s, i)``, with
 ``A_s = Λ - B_s - η_s(g)`` at ``ε = 0``. They are eliminated in three stages:
@@ -30,7 +30,7 @@ and ``G = adj(A_s)[i, i] / det(A_s)`` for the first ``u`` row ``(s, i)``, with
 
 The result is an irreducible polynomial of the ratios, the parameters, ``G``
 and ``z`` with integer coefficients. Choosing the factor by evaluation at the
-numeric solution is a heuristic certificate; :mod:`freeprob._closedform`
+numeric solution is a heuristic certificate; :mod:`freeprob.scalar.closedform`
 checks the kept factor again against the exact moment series.
 """
 

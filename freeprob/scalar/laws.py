@@ -23,7 +23,7 @@ This module holds the base class :class:`ScalarLaw` and the laws known in
 closed form (:class:`Semicircle`, :class:`FreePoisson`,
 :class:`MarchenkoPastur`, :class:`Atomic`, :class:`Arcsine`). Laws given only
 by their polynomial, the free convolutions and subordination live in
-:mod:`freeprob._scalar_algebraic`.
+:mod:`freeprob.scalar.algebraic`.
 """
 
 import dataclasses

@@ -1,6 +1,6 @@
-"""Solvers of the Dyson equation (MATH.md §4).
+"""Solvers of the Dyson equation (docs/math.md §4).
 
-They take a numeric system (:mod:`freeprob._numeric`) and points, and know
+They take a numeric system (:mod:`freeprob.solve.numeric`) and points, and know
 nothing of expressions.
 
 * :func:`solve_fast`: double precision, vectorized over all points. From
