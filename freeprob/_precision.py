@@ -4,13 +4,16 @@ Nothing here touches the global ``mpmath.mp`` context: every high-precision
 computation in freeprob runs in a context made by :func:`context`.
 """
 
+import contextlib
+import threading
+
 import mpmath
 import sympy
 
 from ._errors import DomainError
 from ._numbers import read_number
 
-__all__ = ["exact", "context", "guard_digits", "to_mpc", "to_mpf", "fmt", "mp_to_str", "check_dps"]
+__all__ = ["check_dps", "context", "exact", "flint_precision", "fmt", "guard_digits", "mp_to_str", "to_mpc", "to_mpf"]
 
 
 def check_dps(dps):
@@ -44,6 +47,22 @@ def context(dps):
     ctx = mpmath.MPContext()
     ctx.dps = int(dps)
     return ctx
+
+
+#: python-flint keeps its working precision in one process-wide context, so
+#: ``flint.ctx.workprec`` in two threads at once would let one thread compute
+#: at (and restore) the other's precision. Every use of flint's ball
+#: arithmetic holds this lock, through :func:`flint_precision`.
+_FLINT_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def flint_precision(bits):
+    """Run flint's ball arithmetic at ``bits`` of working precision, one thread at a time."""
+    import flint  # a compiled dependency, loaded where ball arithmetic is used
+
+    with _FLINT_LOCK, flint.ctx.workprec(int(bits)):
+        yield
 
 
 def exact(value, what="value"):

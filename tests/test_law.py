@@ -14,9 +14,11 @@ def _law(name="marchenko-pastur"):
     return fp.law_of(fp.find_model(name))
 
 
-def test_density_from_four_threads_equals_one_thread():
+@pytest.mark.parametrize("method", ["dyson", "polynomial"])
+def test_density_from_four_threads_equals_one_thread(method):
+    """Both routes: the Dyson solve (flint ball matrices) and branch tracking on the polynomial."""
     xs = [0.3, 0.5, 1.0, 1.5, 2.0, 2.5]
-    expected = [_law().density(x, dps=30) for x in xs]
+    expected = [_law().density(x, dps=30, method=method) for x in xs]
     law = _law()  # cold caches: the threads build them concurrently
     results, errors = {}, []
 
@@ -24,7 +26,7 @@ def test_density_from_four_threads_equals_one_thread():
         try:
             for _ in range(2):
                 for x in xs:
-                    results.setdefault((t, x), []).append(law.density(x, dps=30))
+                    results.setdefault((t, x), []).append(law.density(x, dps=30, method=method))
         except Exception as exc:  # noqa: BLE001 - reported below
             errors.append(exc)
 
@@ -37,6 +39,26 @@ def test_density_from_four_threads_equals_one_thread():
     for t in range(4):
         for x, e in zip(xs, expected):
             assert results[(t, x)] == [e, e]
+
+
+def test_polynomial_edges_from_four_threads():
+    """Edges isolate the discriminant's roots with flint balls, whose precision is process-wide."""
+    expected = _law().support(dps=30, method="polynomial")
+    law = _law()
+    results, errors = [], []
+
+    def run():
+        try:
+            results.append(law.support(dps=30, method="polynomial"))
+        except Exception as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == [] and results == [expected] * 4
 
 
 def test_solve_point_result():

@@ -41,7 +41,7 @@ from .elimination import G_SYM, Z_SYM, LawData, ReducedSystem, as_law_data, elim
 from .._deadline import call_with_deadline
 from .._errors import ConvergenceError, DomainError, EliminationError
 from .._numbers import read_number
-from .._precision import check_dps, context, exact, guard_digits, to_mpf
+from .._precision import check_dps, context, exact, flint_precision, guard_digits, to_mpf
 from .algebraic import AlgebraicLaw
 from .curves import at_infinity, moments_at_infinity, vanishing_order
 
@@ -490,7 +490,7 @@ def _real_candidates(law, dps):
             found = []
             for extra in (0, 20):
                 digits = 2 * (work + extra) + 20
-                with flint.ctx.workprec(int(digits * 3.33) + 64):
+                with flint_precision(int(digits * 3.33) + 64):
                     coeffs = []
                     for a in reversed(f.all_coeffs()):
                         v = sympy.re(sympy.sympify(a)).evalf(digits + 10)

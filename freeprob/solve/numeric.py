@@ -18,16 +18,10 @@ import numpy as np
 import sympy
 
 from .._errors import ConvergenceError, DomainError
-from .._precision import to_mpc
+from .._precision import flint_precision, to_mpc
 
 __all__ = ["FastSystem", "MPSystem", "NumericSystems", "fast_system", "mp_system"]
 
-#: python-flint keeps its working precision in one process-wide context, so
-#: ``flint.ctx.workprec`` in two threads at once would let one thread compute
-#: at (and restore) the other's precision. Every use of flint here holds this
-#: lock (python-flint does not release the GIL, so nothing runs in parallel
-#: that could otherwise).
-_FLINT_LOCK = threading.RLock()
 
 
 def _check_numeric(system):
@@ -183,7 +177,7 @@ class MPSystem:
         self.bits = ctx.prec
         self.prec = ctx.prec + 20
         self.spaces = []
-        with _FLINT_LOCK, flint.ctx.workprec(self.prec):
+        with flint_precision(self.prec):
             for k, u, b, terms, reads in system.block_data(lambda c: flint.acb(to_mpc(ctx, c))):
                 self.spaces.append((k, u, [[-x for x in row] for row in b], terms, reads))
         self.outputs = tuple(system.u)
@@ -204,7 +198,7 @@ class MPSystem:
         import flint
 
         r = self.r
-        with _FLINT_LOCK, flint.ctx.workprec(self.prec):
+        with flint_precision(self.prec):
             gb = [flint.acb(self.ctx.mpc(x)) for x in g]
             zb = flint.acb(self.ctx.mpc(z))
             eb = flint.acb(0, flint.arb(self.ctx.mpf(eps)))
