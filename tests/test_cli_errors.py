@@ -77,3 +77,17 @@ def test_output_paths_checked_before_the_computation(plot, piece, tmp_path, monk
     monkeypatch.setattr(engine, "cmd_law", must_not_run)
     code, _ = run("law", "marchenko-pastur", "--plot", plot.format(tmp=tmp_path))
     assert code == 2 and piece in capsys.readouterr().err
+
+
+def test_law_with_an_atom_at_high_precision():
+    """p/n = 2: an atom of mass 1/2 at 0 on the default grid; outside the support the density is exactly 0."""
+    code, text = run("law", "marchenko-pastur", "--set", "p=2", "--dps", "20", "--json")
+    data = json.loads(text)
+    assert code == 0 and data["atoms"] == [{"x": "0", "mass": "0.50000000000000000000"}]
+    (a, b), = [(float(x), float(y)) for x, y in data["support"]]
+    xs = [float(r["x"]) for r in data["grid"]]
+    # the default grid spans the atom and the support, not a symmetric range
+    assert min(xs) < 0 < a < b < max(xs) and max(xs) - b < 0.1 * (b - min(xs))
+    assert all(r["density"] == "0" for r in data["grid"] if not a <= float(r["x"]) <= b)
+    inside = [float(r["density"]) for r in data["grid"] if a < float(r["x"]) < b]
+    assert inside and all(d > 0 for d in inside)

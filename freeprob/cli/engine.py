@@ -26,6 +26,7 @@ from .. import FreeProbError, builtin_models, check, find_model, law_of
 from .._precision import context, mp_to_str
 from .attention import add_attention_parsers
 from .closedform import add_closedform_parsers, polynomial_report
+from .plots import ascii_plot, plot_check, plot_density
 from .common import (
     MAX_DPS,
     check_output_paths,
@@ -109,15 +110,34 @@ def cmd_density(args, out):
             out.write(f"x = {p['x']}\n  density      {p['density']}\n  G(x + i0)    {p['cauchy']['re']} {'' if p['cauchy']['im'].startswith('-') else '+'}{p['cauchy']['im']} i\n")
 
 
-def _grid(spec, law):
+def _grid(spec, law, support, atoms, points=201):
+    """The grid of ``law``: ``--grid A:B:N``, or ``points`` points spanning the support and the atoms.
+
+    The default reaches 5% of the span beyond the outermost edges and atoms
+    (not below 0 for squared singular values). Grid values are rounded to
+    ten digits of the span, so that 0 is 0 and not a round-off neighbour.
+    """
     if spec:
-        try:
-            a, b, n = spec.split(":")
-            return np.linspace(float(a), float(b), int(n))
-        except ValueError:
-            raise FreeProbError(f"--grid expects A:B:N, got {spec!r}") from None
-    lo, hi = law.support_range()
-    return np.linspace(lo, hi, 201)
+        a, b, n = spec.split(":")  # checked by the argument type
+        lo, hi, n = float(a), float(b), int(n)
+    else:
+        ends = [float(x) for ab in support for x in ab] + [float(x) for x, _ in atoms]
+        if not ends:
+            lo, hi = law.support_range()
+        else:
+            lo, hi = min(ends), max(ends)
+            pad = 0.05 * max(hi - lo, 1e-3 * max(1.0, abs(hi)))
+            lo, hi = lo - pad, hi + pad
+            if law.law == "squared-singular-values":
+                lo = max(lo, 0.0)
+        n = points
+    digits = 10 - int(np.floor(np.log10(hi - lo)))
+    return np.round(np.linspace(lo, hi, n), digits)
+
+
+def _outside(x, support):
+    """True when ``x`` lies outside every support interval (there the density is exactly 0)."""
+    return all(not (float(a) <= x <= float(b)) for a, b in support)
 
 
 def cmd_law(args, out):
@@ -127,14 +147,18 @@ def cmd_law(args, out):
     support = law.support(dps=dps)
     atoms = law.atoms(dps=dps)
     moments = law.moments(args.moments)
-    xs = _grid(args.grid, law)
+    xs = _grid(args.grid, law, support, atoms)
+    # outside the verified support the density is exactly 0; this also keeps
+    # the solver away from atoms, where G has a pole
+    outside = np.array([_outside(x, support) for x in xs])
     if args.dps is None:
-        dens = law.density_fast(xs)
+        dens = np.where(outside, 0.0, law.density_fast(xs))
         grid_digits = 8
         grid = [{"x": f"{x:.10g}", "density": ("NaN" if np.isnan(d) else f"{d:.8g}")} for x, d in zip(xs, dens)]
     else:
         grid_digits = dps
-        grid = [{"x": f"{x:.10g}", "density": number_text(law.density(f"{x:.10g}", dps=dps), dps)} for x in xs]
+        grid = [{"x": f"{x:.10g}", "density": "0" if out else number_text(law.density(f"{x:.10g}", dps=dps), dps)}
+                for x, out in zip(xs, outside)]
         dens = np.array([float(r["density"]) for r in grid])
 
     def mstr(m):
@@ -159,7 +183,7 @@ def cmd_law(args, out):
             for r in grid:
                 fh.write(f"{r['x']},{r['density']}\n")
     if args.plot:
-        _plot_density(args.plot, law, xs, dens, atoms, title=f"{model.name}: {model.expression}")
+        plot_density(args.plot, model.law_kind, xs, dens, atoms, title=f"{model.name}: {model.expression}")
     if args.json:
         out.write(json.dumps(data, indent=2) + "\n")
         return
@@ -168,39 +192,7 @@ def cmd_law(args, out):
     atoms_text = ", ".join(f"{a['mass']} at {a['x']}" for a in data["atoms"]) or "none"
     out.write(f"atoms:   {atoms_text}\n")
     out.write(f"moments: {', '.join(data['moments'])}\n")
-    out.write(_ascii_plot(xs, dens) + "\n")
-
-
-def _ascii_plot(xs, dens, width=60, height=12):
-    d = np.nan_to_num(dens)
-    if not len(d) or np.max(d) <= 0:
-        return ""
-    idx = np.linspace(0, len(xs) - 1, min(width, len(xs))).astype(int)
-    col = d[idx] / np.max(d)
-    rows = []
-    for level in range(height, 0, -1):
-        rows.append("".join("#" if c * height >= level - 0.5 else " " for c in col))
-    rows.append(f"{xs[0]:<{len(idx) // 2}.4g}{xs[-1]:>{len(idx) - len(idx) // 2}.4g}")
-    return "\n".join(rows)
-
-
-def _plot_density(path, law, xs, dens, atoms, title):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.plot(xs, dens, color="tab:blue", lw=1.6, label="theory")
-    for x, m in atoms:
-        ax.axvline(float(x), color="tab:red", ls=":", label=f"atom {float(m):.4g} at {float(x):.4g}")
-    ax.set_xlabel("x")
-    ax.set_ylabel("density")
-    ax.set_title(title, fontsize=9)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    out.write(ascii_plot(xs, dens) + "\n")
 
 
 def cmd_check(args, out):
@@ -209,41 +201,15 @@ def cmd_check(args, out):
     rep = check(law, n=args.n, reps=args.reps, seed=args.seed)
     if args.plot:
         cdf = law.cdf_function()
-        lo = min(a for a, _ in cdf.intervals)
-        hi = max(b for _, b in cdf.intervals)
-        xs = np.linspace(lo, hi, 400)
-        dens = law.density_fast(xs)
-        mass_ac = cdf.mass_ac
-        _plot_check(args.plot, xs, dens, rep.samples, mass_ac, cdf.atoms, f"{model.name}: N = {args.n}")
+        support = cdf.intervals
+        xs = _grid(None, law, support, cdf.atoms, points=400)
+        dens = np.where([_outside(x, support) for x in xs], 0.0, law.density_fast(xs))
+        plot_check(args.plot, model.law_kind, xs, dens, rep.samples, cdf.atoms, f"{model.name}: N = {args.n}")
     if args.json:
         out.write(json.dumps(rep.as_dict(), indent=2) + "\n")
     else:
         out.write(rep.text() + "\n")
     return 0 if rep.passed else 1
-
-
-def _plot_check(path, xs, dens, samples, mass_ac, atoms, title):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    s = np.concatenate(samples)
-    cont = s[~np.isin(s, [x for x, _ in atoms])] if atoms else s
-    fig, ax = plt.subplots(figsize=(7, 4))
-    weights = np.full(cont.shape, 1.0 / len(s))
-    ax.hist(cont, bins=120, weights=weights / ((cont.max() - cont.min()) / 120 if len(cont) else 1), alpha=0.45,
-            color="tab:gray", label="Monte-Carlo (continuous part)")
-    ax.plot(xs, dens, color="tab:blue", lw=1.6, label="theory")
-    for x, m in atoms:
-        ax.axvline(x, color="tab:red", ls=":", label=f"atom {m:.4g} at {x:.4g}")
-    ax.set_title(title, fontsize=9)
-    ax.set_xlabel("x")
-    ax.set_ylabel("density")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
 
 
 def build_parser():
