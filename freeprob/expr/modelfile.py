@@ -117,34 +117,25 @@ class MatrixGrammar(ScalarGrammar):
         return val.T
 
     def binop(self, op, a, b):
-        if not (isinstance(a, Expr) or isinstance(b, Expr)):
-            if isinstance(op, ast.MatMult):
+        """Matrix rules first; the arithmetic itself is the scalar grammar's."""
+        a_matrix, b_matrix = isinstance(a, Expr), isinstance(b, Expr)
+        if isinstance(op, ast.MatMult):
+            if not (a_matrix and b_matrix):
                 self.fail("'@' needs two matrices")
+        elif not (a_matrix or b_matrix):
             return super().binop(op, a, b)
+        elif isinstance(op, ast.Mult) and a_matrix and b_matrix:
+            self.fail("'*' between two matrices: use '@' for the matrix product")
+        elif isinstance(op, ast.Div) and b_matrix:
+            self.fail(f"cannot divide by the matrix {b}")
+        elif isinstance(op, ast.Pow):
+            self.fail("'**' applies to scalars only (write matrix products with '@')")
         try:
-            if isinstance(op, ast.Add):
-                return a + b
-            if isinstance(op, ast.Sub):
-                return a - b
-            if isinstance(op, ast.Mult):
-                if isinstance(a, Expr) and isinstance(b, Expr):
-                    self.fail("'*' between two matrices: use '@' for the matrix product")
-                return a * b
-            if isinstance(op, ast.Div):
-                if isinstance(b, Expr):
-                    self.fail(f"cannot divide by the matrix {b}")
-                return a / b
-            if isinstance(op, ast.MatMult):
-                if not (isinstance(a, Expr) and isinstance(b, Expr)):
-                    self.fail("'@' needs two matrices")
-                return a @ b
-            if isinstance(op, ast.Pow):
-                self.fail("'**' applies to scalars only (write matrix products with '@')")
+            return a @ b if isinstance(op, ast.MatMult) else super().binop(op, a, b)
         except ShapeError as exc:
             raise ShapeError(f"{self.where}: [{self.key}] {exc}") from None
         except (TypeError, DomainError) as exc:
             self.fail(str(exc))
-        self.fail(f"the operator {type(op).__name__} is not allowed")
 
     def call(self, name, args):
         for a in args:
