@@ -23,7 +23,8 @@ import numpy as np
 import sympy
 
 from .. import FreeProbError, builtin_models, check, find_model, law_of
-from .._precision import context, mp_to_str
+from .._numbers import read_number
+from .._precision import context
 from .attention import add_attention_parsers
 from .closedform import add_closedform_parsers, polynomial_report
 from .plots import ascii_plot, plot_check, plot_density
@@ -94,12 +95,11 @@ def cmd_density(args, out):
     model = model_of(args)
     law = law_of(model)
     dps = args.dps
+    # every point is read (exactly, by the one reader) before the first solve
+    tokens = [tok.strip() for tok in args.at.split(",") if tok.strip()]
+    values = [read_number(tok, what=f"--at {tok}") for tok in tokens]
     points = []
-    for tok in args.at.split(","):
-        tok = tok.strip()
-        if not tok:
-            continue
-        x = tok
+    for tok, x in zip(tokens, values):
         d, g = law.density_and_cauchy(x, dps=dps)
         points.append({"x": tok, "density": number_text(d, dps), "cauchy": {"re": number_text(g.real, dps), "im": number_text(g.imag, dps)}})
     if args.json:
