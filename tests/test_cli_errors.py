@@ -91,3 +91,29 @@ def test_law_with_an_atom_at_high_precision():
     assert all(r["density"] == "0" for r in data["grid"] if not a <= float(r["x"]) <= b)
     inside = [float(r["density"]) for r in data["grid"] if a < float(r["x"]) < b]
     assert inside and all(d > 0 for d in inside)
+
+
+def test_model_file_that_is_a_folder_or_not_utf8(tmp_path, capsys):
+    folder = tmp_path / "m.toml"
+    folder.mkdir()
+    binary = tmp_path / "b.toml"
+    binary.write_bytes(b'name = "\xff"\n')
+    assert run("law", str(folder))[0] == 2
+    assert run("law", str(binary))[0] == 2
+    err = capsys.readouterr().err
+    assert "is a folder" in err and "not a UTF-8 text file" in err and "internal error" not in err
+
+
+def test_overflowing_scale_is_a_typed_error():
+    """beta = 10: c^2 = e^100 - 101, moments near 1e43; the double-precision range overflows.
+
+    Before, a NaN reached an int() deep in the solver (an internal error)."""
+    import warnings
+
+    import freeprob as fp
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the regime warning and numpy's overflow warnings
+        law = fp.attention.attention_law(1, "mha", 10)
+        with pytest.raises(fp.ConvergenceError, match="overflows double precision"):
+            law.support()

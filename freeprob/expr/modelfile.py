@@ -252,13 +252,19 @@ def parse_model(data, where="<model>"):
 def load_model(path):
     """Read a model file (TOML)."""
     path = Path(path)
+    if path.is_dir():
+        raise ModelFileError(f"{path}: is a folder, not a model file; give the path of a .toml file")
     try:
         with open(path, "rb") as fh:
             data = tomllib.load(fh)
     except FileNotFoundError:
         raise ModelFileError(f"{path}: no such model file") from None
+    except UnicodeDecodeError as exc:
+        raise ModelFileError(f"{path}: not a UTF-8 text file ({exc.reason} at byte {exc.start}); save it as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
         raise ModelFileError(f"{path}: not valid TOML: {exc}") from None
+    except OSError as exc:
+        raise ModelFileError(f"{path}: cannot read the model file ({exc.strerror})") from None
     return parse_model(data, str(path))
 
 

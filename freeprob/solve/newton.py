@@ -150,6 +150,14 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
     residual : (P,) float array
     """
     z = np.atleast_1d(np.asarray(z, dtype=complex))
+    if not np.all(np.isfinite(z)):
+        bad = z[~np.isfinite(z)][0]
+        raise ConvergenceError(
+            f"a point of the double-precision solve is not finite ({bad}): the law's scale overflows double "
+            f"precision (its high moments, which set the search range, are beyond 1e308); rescale the model, "
+            f"or ask for values at given points with dps=...",
+            point=complex(bad),
+        )
     P = len(z)
     if P >= 200 and anchors:
         g, outs, conv, res = _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade)
