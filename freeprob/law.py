@@ -119,6 +119,11 @@ class SpectralLaw:
     params : dict, optional
         Parameter (symbol or name) -> value, for every other symbol.
     name : str, optional
+    symmetry : bool, optional
+        Reduce a sum of exchangeable terms (heads) through the verified
+        symmetry quotient, whose size does not depend on the number of terms
+        (default True; see :mod:`freeprob.reduce.quotient` and
+        ``reduction.symmetry_note``). ``False`` reduces the full expression.
 
     Notes
     -----
@@ -128,7 +133,7 @@ class SpectralLaw:
     ``a`` rows, with its atom at 0 when ``P`` has rank below ``a``.
     """
 
-    def __init__(self, expr, law="eigenvalues", ratios=None, params=None, name=None):
+    def __init__(self, expr, law="eigenvalues", ratios=None, params=None, name=None, symmetry=True):
         if not isinstance(expr, Expr):
             raise TypeError(f"expected a matrix expression, got {expr!r}")
         leaves(expr)  # raises on clashing names
@@ -143,7 +148,7 @@ class SpectralLaw:
         init(self, "_cache", _Cache())
         # the symbolic reduction runs now, so that bad input (shapes, scaling,
         # symmetry) is reported when the law is made, not at its first use
-        init(self, "reduction", Reduction(expr, law, dimensions))
+        init(self, "reduction", Reduction(expr, law, dimensions, symmetry=symmetry))
 
     def __setattr__(self, name, value):
         raise AttributeError(f"a SpectralLaw is immutable (cannot set {name!r}); make a new law instead")
@@ -514,7 +519,7 @@ def law_of(model):
     return SpectralLaw(model.expr, model.law_kind, model.ratios, model.params, name=model.name)
 
 
-def eigenvalue_law(expr, ratios, params=None, name=None):
+def eigenvalue_law(expr, ratios, params=None, name=None, symmetry=True):
     """The limiting eigenvalue law of a symmetric expression.
 
     Examples
@@ -528,13 +533,13 @@ def eigenvalue_law(expr, ratios, params=None, name=None):
     >>> law.moments(3)
     [1, 3/2, 11/4]
     """
-    return SpectralLaw(expr, "eigenvalues", ratios, params, name)
+    return SpectralLaw(expr, "eigenvalues", ratios, params, name, symmetry=symmetry)
 
 
-def singular_value_law(expr, ratios, params=None, name=None):
+def singular_value_law(expr, ratios, params=None, name=None, symmetry=True):
     """The limiting law of the squared singular values of any expression.
 
     For ``P`` of shape ``(a, b)``: the eigenvalue law of ``P P^T`` over its
     ``a`` rows (with an atom at 0 when ``P`` has rank below ``a``).
     """
-    return SpectralLaw(expr, "squared-singular-values", ratios, params, name)
+    return SpectralLaw(expr, "squared-singular-values", ratios, params, name, symmetry=symmetry)

@@ -31,7 +31,7 @@ from .check import AttentionCheckReport, check_attention, multi_size_check, rank
 from .compare import ComparisonReport, allocation_study, compare_patterns, same_system, width_study
 from .config import PATTERNS, AttentionConfig, attention_config, groups_divide, head_plan
 from .equivalence import GaussianEquivalent, command_line_report, gaussian_equivalent, softmax_coefficients
-from .model import attention_expression, attention_law, emit_model, model_text
+from .model import attention_expression, attention_law, emit_model, head_groups, model_text
 from .plots import plot_check, plot_comparison
 from .regime import BETA_WARN, REGIME_REFUSE, REGIME_WARN, check_regime, regime_parameter
 from .softmax import attention_sizes, config_sizes, sample_attention, sample_config, softmax_gaussian_equivalent
@@ -57,6 +57,7 @@ __all__ = [
     "compare_patterns",
     "config_sizes",
     "emit_model",
+    "head_groups",
     "gaussian_equivalent",
     "groups_divide",
     "head_plan",

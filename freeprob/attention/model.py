@@ -51,6 +51,7 @@ __all__ = [
     "attention_expression",
     "attention_law",
     "emit_model",
+    "head_groups",
     "model_text",
 ]
 
@@ -282,7 +283,30 @@ def attention_law(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v
     """
     cfg = attention_config(heads, pattern, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)
     check_config_regime(cfg, seq_len)
-    return singular_value_law(attention_expression(cfg), cfg.ratios, {"beta": cfg.beta}, name=cfg.name)
+    return singular_value_law(attention_expression(cfg), cfg.ratios, {"beta": cfg.beta}, name=cfg.name,
+                              symmetry=head_groups(cfg))
+
+
+def head_groups(cfg):
+    """The exchangeable groups of heads of a configuration (term indices of :func:`attention_expression`).
+
+    Heads that share a key (``gqa``) form a group; every other pattern is one
+    group of all heads (``S_H``). The engine checks this declaration against
+    the expression and verifies the symmetry before it quotients
+    (:class:`~freeprob.reduce.reduction.Reduction`).
+
+    Examples
+    --------
+    >>> from freeprob.attention import attention_config
+    >>> head_groups(attention_config(4, "gqa:2")), head_groups(attention_config(3, "mqa"))
+    (((0, 1), (2, 3)), ((0, 1, 2),))
+    """
+    if not cfg.pattern.startswith("gqa"):
+        return (tuple(range(cfg.heads)),)
+    groups = {}
+    for h in range(cfg.heads):
+        groups.setdefault(cfg.key_index(h), []).append(h)
+    return tuple(tuple(g) for g in groups.values())
 
 
 def emit_model(path, heads=1, pattern="mha", beta=1, *, name=None, description=None, **ratios):

@@ -10,9 +10,11 @@ covariance map and the reduced Dyson system. Numbers enter later, in
 import sympy
 
 from .dyson import dyson_system
+from .exchange import canonical_groups, head_structure, witness_expression
 from .._errors import NotSelfAdjointError
 from ..expr.tree import LAWS, Expr, expand, transpose_word, word_str
 from .pencil import hermitization, linearize, symmetric_pencil
+from .quotient import QuotientError, quotient
 from .scaling import normalize
 
 __all__ = ["LAWS", "Reduction", "check_symmetric"]
@@ -45,12 +47,33 @@ def check_symmetric(expr):
 class Reduction:
     """The symbolic reduction of ``expr`` for the law ``kind``.
 
+    Parameters
+    ----------
+    expr : Expr
+    kind : {"eigenvalues", "squared-singular-values"}
+    dimensions : tuple of Symbol
+    symmetry : bool or tuple of tuple of int, optional
+        Use the symmetry quotient when ``expr`` is a sum of exchangeable
+        terms (default True). The quotient is built from a witness of at most
+        four terms and verified exactly (:mod:`freeprob.reduce.quotient`);
+        when the check fails, the full system is used and the reason recorded.
+        A partition of the term indices *declares* the groups (as the
+        attention builder does); the structure detected on every term must
+        then be that partition, else the full system is used.
+
     Attributes
     ----------
-    normalization, pencil, self_adjoint, system
+    system : DysonSystem
+        The reduced system (the quotient when one was verified).
+    structure : HeadStructure or None
+        The exchangeable terms the quotient used, or None.
+    symmetry_note : str
+        What happened: the quotient used, or why not.
+    normalization, pencil, self_adjoint
+        Of the expression reduced: the witness when the quotient was used.
     """
 
-    def __init__(self, expr, kind, dimensions):
+    def __init__(self, expr, kind, dimensions, symmetry=True):
         if not isinstance(expr, Expr):
             raise TypeError(f"expected a matrix expression, got {expr!r}")
         if kind not in LAWS:
@@ -60,9 +83,29 @@ class Reduction:
         self.dimensions = tuple(dimensions)
         if kind == "eigenvalues":
             check_symmetric(expr)
+        self.structure = None
+        self.symmetry_note = "symmetry quotient not asked for"
+        if symmetry:
+            structure, why = head_structure(expr)
+            if structure is not None and symmetry is not True:
+                declared = canonical_groups(symmetry, structure.heads)
+                if declared != structure.groups:
+                    structure, why = None, (f"the declared groups {declared} differ from the groups "
+                                            f"{structure.groups} found in the expression")
+            if structure is None or structure.heads < 2:
+                self.symmetry_note = f"no symmetry quotient: {why or 'a single term'}"
+            else:
+                try:
+                    self._reduce_quotient(structure)
+                    return
+                except QuotientError as exc:
+                    self.symmetry_note = f"no symmetry quotient ({structure.describe()}): {exc}"
+        self.system = self._reduce(expr)
+
+    def _reduce(self, expr):
         self.normalization = normalize(expr, self.dimensions)
         self.pencil = linearize(expr, self.normalization)
-        if kind == "eigenvalues":
+        if self.kind == "eigenvalues":
             self.self_adjoint = symmetric_pencil(self.pencil, expr.shape)
         else:
             self.self_adjoint = hermitization(self.pencil, expr.shape)
@@ -74,4 +117,37 @@ class Reduction:
                 return None
             return i + m if i < nu + m else i - m
 
-        self.system = dyson_system(self.self_adjoint, lambda s: s, pair_of)
+        return dyson_system(self.self_adjoint, lambda s: s, pair_of)
+
+    def _reduce_quotient(self, structure):
+        """Reduce the witness of ``structure`` and quotient it (raises QuotientError)."""
+        witness = witness_expression(structure)
+        system = self._reduce(witness)
+        spans = []  # (start, stop, slot) of each witness term in the linear pencil
+        start = 0
+        for slot, t in structure.witness_slots():
+            size = linearize(structure.terms[t], self.normalization).size
+            spans.append((start, start + size, slot))
+            start += size
+        m, nu = self.pencil.size, self.self_adjoint.n_u
+        if start != m:
+            raise QuotientError(f"the witness pencil has {m} rows, its terms {start}")
+
+        def row_of(r):
+            if r < nu:
+                return None
+            half, q = divmod(r - nu, m)
+            for lo, hi, slot in spans:
+                if lo <= q < hi:
+                    return slot, (half, q - lo)
+            raise QuotientError(f"pencil row {r} belongs to no term")
+
+        const = {}
+        for i, j, c in self.self_adjoint.const:
+            const[(i, j)] = const.get((i, j), 0) + c
+
+        self.system = quotient(system, row_of, structure.heads, structure.per_group,
+                               lambda a, b: const.get((a, b), 0))
+        self.structure = structure
+        self.symmetry_note = (f"symmetry quotient: {structure.describe()}; witness of "
+                              f"{len(structure.witness_slots())} terms verified exactly")

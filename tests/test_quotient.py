@@ -1,0 +1,153 @@
+"""The symmetry quotient of exchangeable terms (docs/heads.md): equal to the full system, refused when unsafe."""
+
+import mpmath
+import pytest
+import sympy
+
+import freeprob as fp
+from freeprob.attention import attention_config, attention_expression, head_groups
+from freeprob.law import singular_value_law, eigenvalue_law
+from freeprob.reduce import reduction as reduction_module
+from freeprob.reduce.exchange import HeadStructure, head_structure
+
+DPS = 30
+TOL = mpmath.mpf(10) ** -DPS
+
+PATTERN_HEADS = [
+    (pattern, heads)
+    for pattern in ("mha", "mqa", "gqa:2", "shared-v", "tied-kv")
+    for heads in (1, 2, 3, 4)
+    if not (pattern == "gqa:2" and heads % 2)
+]
+
+
+def _laws(heads, pattern, **ratios):
+    cfg = attention_config(heads, pattern, 1, **ratios)
+    expr = attention_expression(cfg)
+    quotient = singular_value_law(expr, cfg.ratios, {"beta": cfg.beta}, symmetry=head_groups(cfg))
+    full = singular_value_law(expr, cfg.ratios, {"beta": cfg.beta}, symmetry=False)
+    return quotient, full
+
+
+def _close(a, b):
+    return abs(a - b) <= TOL * max(1, abs(b))
+
+
+@pytest.mark.parametrize("pattern, heads", PATTERN_HEADS)
+def test_quotient_equals_full_system(pattern, heads):
+    quotient, full = _laws(heads, pattern)
+    if heads >= 2:
+        assert quotient.reduction.structure is not None, quotient.reduction.symmetry_note
+        assert quotient.reduction.structure.heads == heads
+    for x in ("0.3", "1.1"):
+        dq, gq = quotient.density_and_cauchy(x, DPS)
+        df, gf = full.density_and_cauchy(x, DPS)
+        assert _close(dq, df), (x, dq, df)
+        assert _close(gq, gf), (x, gq, gf)
+    z = "0.7+0.25j"
+    assert _close(quotient.cauchy(z, dps=DPS), full.cauchy(z, dps=DPS))
+
+
+def test_quotient_size_does_not_grow_with_heads():
+    sizes = {}
+    for pattern in ("mha", "mqa", "gqa:2"):
+        for heads in (4, 8, 64):
+            cfg = attention_config(heads, pattern, 1)
+            law = fp.attention_law(heads, pattern, 1)
+            sizes.setdefault(pattern, set()).add(law.system.n_unknowns)
+            assert law.reduction.structure.heads == heads
+            assert law.reduction.structure.n_groups == (2 if pattern == "gqa:2" else 1)
+            del cfg
+    assert sizes == {"mha": {20}, "mqa": {20}, "gqa:2": {30}}
+
+
+def test_quotient_moments_equal_full_system():
+    quotient, full = _laws(3, "gqa:3")  # three groups of one head: S_3
+    for mq, mf in zip(quotient.moments(4, dps=DPS), full.moments(4, dps=DPS)):
+        assert _close(mq, mf), (mq, mf)
+
+
+@pytest.mark.parametrize("heads", [8, 32, 128])
+def test_mqa_and_gqa_equal_mha_at_many_heads(heads):
+    """docs/math.md §6: sharing K (mqa) or K and V per group (gqa) leaves the law of mha unchanged."""
+    ratios = dict(d_h=sympy.Rational(1, 2 * heads), d_v=sympy.Rational(1, 2 * heads), d_out=sympy.Rational(1, 2))
+    ref = fp.attention_law(heads, "mha", 1, **ratios).density("0.5", dps=DPS)
+    for pattern in ("mqa", "gqa:8"):
+        law = fp.attention_law(heads, pattern, 1, **ratios)
+        assert law.reduction.structure is not None
+        assert _close(law.density("0.5", dps=DPS), ref), pattern
+
+
+def _heterogeneous():
+    """Three heads, the last with its own query/key width ``e`` (a different head)."""
+    l, d, e, v, o = sympy.symbols("l d_h e v d_out", positive=True)
+    terms = []
+    for h, width in enumerate((d, d, e)):
+        q = fp.gaussian(f"Q{h}", (l, width))
+        k = fp.gaussian(f"K{h}", (l, width))
+        val = fp.gaussian(f"V{h}", (l, v), 1 / l)
+        w = fp.gaussian(f"W{h}", (v, o), 1 / (3 * v))
+        terms.append((q @ k.T / sympy.sqrt(width) / sympy.sqrt(l)) @ val @ w)
+    expr = terms[0] + terms[1] + terms[2]
+    ratios = {"l": 1, "d_h": sympy.Rational(1, 2), "e": sympy.Rational(1, 4), "v": sympy.Rational(1, 2),
+              "d_out": sympy.Rational(1, 2)}
+    return expr, ratios
+
+
+def test_heterogeneous_head_is_not_quotiented():
+    expr, ratios = _heterogeneous()
+    law = singular_value_law(expr, ratios)
+    assert law.reduction.structure is None
+    assert "term 3 is not a copy of term 1" in law.reduction.symmetry_note
+    full = singular_value_law(expr, ratios, symmetry=False)
+    assert law.system.n_unknowns == full.system.n_unknowns
+
+
+def test_invariance_check_refuses_a_forced_wrong_structure(monkeypatch):
+    """Even if detection were fooled, the exact check on the witness refuses and the full system is used."""
+    expr, ratios = _heterogeneous()
+    terms = expr.terms
+    # heads 1 and 3 as a group: their pencils have the same shape, their coefficients differ
+    forced = HeadStructure(None, (terms[0], terms[2], terms[1]), ((0, 1, 2),))
+    monkeypatch.setattr(reduction_module, "head_structure", lambda e: (forced, ""))
+    law = singular_value_law(expr, ratios)
+    assert law.reduction.structure is None
+    assert "not invariant" in law.reduction.symmetry_note, law.reduction.symmetry_note
+    reference = singular_value_law(expr, ratios, symmetry=False)
+    assert _close(law.density("0.4", dps=DPS), reference.density("0.4", dps=DPS))
+
+
+def test_declared_groups_must_match_the_expression():
+    cfg = attention_config(4, "gqa:2", 1)
+    expr = attention_expression(cfg)
+    law = singular_value_law(expr, cfg.ratios, {"beta": 1}, symmetry=((0, 1, 2, 3),))
+    assert law.reduction.structure is None
+    assert "declared groups" in law.reduction.symmetry_note
+
+
+def test_sum_of_wisharts_is_detected_and_exact():
+    """A user's own sum of identical terms, eigenvalue law: sum of 5 Wisharts X_h X_h^T / (5 m)."""
+    n, m = sympy.symbols("n m", positive=True)
+    xs = [fp.gaussian(f"X{h}", (n, m)) for h in range(5)]
+    expr = xs[0] @ xs[0].T / (5 * m)
+    for x in xs[1:]:
+        expr = expr + x @ x.T / (5 * m)
+    ratios = {"n": 1, "m": sympy.Rational(1, 2)}
+    law = eigenvalue_law(expr, ratios)
+    assert law.reduction.structure is not None and law.reduction.structure.heads == 5
+    full = eigenvalue_law(expr, ratios, symmetry=False)
+    assert law.system.n_unknowns < full.system.n_unknowns
+    # the sum is one Wishart of 5 m columns: Marchenko-Pastur with ratio n / (5 m) = 2/5
+    mp = eigenvalue_law(fp.gaussian("Y", (n, m)) @ fp.gaussian("Y", (n, m)).T / m, {"n": 1, "m": 5 * ratios["m"]})
+    for x in ("0.5", "1.3"):
+        assert _close(law.density(x, dps=DPS), full.density(x, dps=DPS))
+        assert _close(law.density(x, dps=DPS), mp.density(x, dps=DPS))
+
+
+def test_detection_of_patterns():
+    for pattern, heads, groups in (("mha", 4, 1), ("mqa", 4, 1), ("gqa:2", 4, 2), ("gqa:4", 4, 1)):
+        structure, why = head_structure(attention_expression(attention_config(heads, pattern, 1)))
+        assert why == "" and structure.n_groups == groups and structure.heads == heads
+    n = sympy.Symbol("n", positive=True)
+    structure, why = head_structure(fp.wigner("A", n) + fp.wigner("B", n) @ fp.wigner("B", n))
+    assert structure is None and "not a copy" in why
