@@ -7,7 +7,9 @@ nothing of expressions.
   ``Im z`` large (where the damped fixed-point iteration converges at once)
   it follows a path down to each target, Newton at every step, halving steps
   that fail; then it sends the regularization ``eps`` of the non-``u`` rows to
-  exactly 0.
+  exactly 0, and polishes with Newton steps at the target until they stop
+  shrinking (machine precision). Points on the real axis are solved a little
+  above it and then by Newton's method on the axis itself.
 * :func:`solve_mp`: Newton's method in an mpmath context from a starting
   point (usually the double-precision solution), returned only if the
   residual is below the tolerance and the answer lies in the right half-plane.
@@ -127,20 +129,41 @@ def _advance(fast, g, z0, e0, z1, e1, depth, tol, verify=True):
     return g1, conv, res
 
 
-def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, raise_on_failure=True, anchors=True):
+def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, raise_on_failure=True, anchors=True,
+               polish=True, axis_offset=1e-12):
     """Solve at every point of ``z`` (Im z >= 0) in double precision.
 
     Parameters
     ----------
     fast : FastSystem
     z : array of complex
-        Targets with ``Im z > 0`` (use a small positive imaginary part for
-        the real axis).
+        Targets with ``Im z >= 0``. A point with ``Im z == 0`` asks for the
+        boundary value ``lim_{y -> 0+}`` of the solution at ``z + iy`` (see
+        ``axis_offset``).
     eps : float
         Final regularization of the non-``u`` rows (0 by default).
+    tol : float
+        Residual ``max |g - Phi(g)| / (1 + max |g|)`` a solution must reach.
     anchors : bool
         With 200 points or more, follow full paths only for every 8th point and
         start the others from their neighbours (see ``_solve_by_anchors``).
+    polish : bool
+        Once a point has converged to ``tol``, take further Newton steps at
+        the target while they shrink, down to rounding error (see
+        ``_polish``); the polished solution is kept only if its residual is
+        no larger. Without polishing a solution is accurate to about
+        ``tol`` times the conditioning of the system.
+    axis_offset : float
+        A point ``x`` on the real axis is first solved at ``x + i h`` with
+        ``h = axis_offset (1 + |x|)``, then by Newton's method at ``x`` itself
+        (inside the support the boundary value is a regular solution there:
+        its imaginary part is nonzero). The axis solution is kept when Newton
+        converges to ``tol``, stays within :data:`AXIS_MOVE` (relative) of
+        its start and has ``Im G <= 1e-8 (1 + |G|)`` on the ``u`` rows;
+        otherwise (at an atom, or so close to an edge that the axis solution
+        is ill-conditioned: about ``1e-10`` of the support's scale) the
+        solution at ``x + i h`` is returned, which differs from the boundary
+        value by about ``h |G'|``.
 
     Returns
     -------
@@ -148,6 +171,13 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
     outputs : (P, n_u) complex array
     converged : (P,) bool array
     residual : (P,) float array
+
+    Raises
+    ------
+    ConvergenceError
+        With the point and its residual, when a point does not converge and
+        ``raise_on_failure`` is set (unconverged points are otherwise flagged
+        in ``converged``), or when a point is not finite.
     """
     z = np.atleast_1d(np.asarray(z, dtype=complex))
     if not np.all(np.isfinite(z)):
@@ -159,10 +189,28 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
             point=complex(bad),
         )
     P = len(z)
+    axis = z.imag == 0
+    zt = np.where(axis, z + 1j * axis_offset * (1 + np.abs(z)), z)
     if P >= 200 and anchors:
-        g, outs, conv, res = _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade)
+        g, outs, conv, res = _solve_by_anchors(fast, zt, eps, tol, depth, steps_per_decade)
     else:
-        g, outs, conv, res = _solve_paths(fast, z, eps, tol, depth, steps_per_decade)
+        g, outs, conv, res = _solve_paths(fast, zt, eps, tol, depth, steps_per_decade)
+    eps_arr = np.full(P, float(eps))
+    todo = conv.copy()  # converged points still to polish at zt
+    on = np.flatnonzero(conv & axis)
+    if len(on):
+        # Newton on the axis from the solution at x + i h; where that is
+        # refused (too close to an edge for the start's accuracy), the start
+        # is polished first and the axis step tried once more
+        kept = _to_axis(fast, g, outs, res, on, z, eps_arr, tol)
+        todo[on[kept]] = False
+        again = on[~kept]
+        if polish and len(again):
+            _polish_into(fast, g, outs, res, again, zt, eps_arr)
+            todo[again] = False
+            _to_axis(fast, g, outs, res, again, z, eps_arr, tol)
+    if polish and todo.any():
+        _polish_into(fast, g, outs, res, np.flatnonzero(todo), zt, eps_arr)
     if raise_on_failure and not conv.all():
         i = int(np.argmin(conv))
         raise ConvergenceError(
@@ -172,6 +220,77 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
             residual=float(res[i]),
         )
     return g, outs, conv, res
+
+
+def _polish(fast, g, z, eps, maxiter=8, floor=1e-15):
+    """Newton steps at ``(z, eps)`` while they shrink; returns ``(g, outputs, residual)``.
+
+    A step is taken only if it is smaller than the one before (relative to
+    ``1 + max |g|``); a point stops at the first step that is not, which is
+    rounding noise once Newton has converged, or after a step below
+    ``floor``, beyond which quadratic convergence leaves nothing to gain.
+    The residual is evaluated afresh at the final ``g``.
+    """
+    g = g.copy()
+    P, r = g.shape
+    last = np.full(P, np.inf)
+    active = np.ones(P, bool)
+    eye = np.eye(r)
+    for _ in range(maxiter):
+        idx = np.flatnonzero(active)
+        if not len(idx):
+            break
+        gi = g[idx]
+        phi, _, jac = fast.phi(gi, z[idx], eps[idx], jacobian=True)
+        with np.errstate(all="ignore"):
+            try:
+                delta = np.linalg.solve(eye[None] - jac, (gi - phi)[:, :, None])[:, :, 0]
+            except np.linalg.LinAlgError:
+                delta = np.stack([_lstsq(eye - jac[i], (gi - phi)[i]) for i in range(len(idx))])
+            size = np.max(np.abs(delta), axis=1) / (1 + np.max(np.abs(gi), axis=1))
+        take = np.isfinite(size) & (size < last[idx])
+        g[idx[take]] = gi[take] - delta[take]
+        last[idx[take]] = size[take]
+        active[idx[~take | (size <= floor)]] = False
+    phi, outs, _ = fast.phi(g, z, eps)
+    with np.errstate(all="ignore"):
+        res = np.max(np.abs(g - phi), axis=1) / (1 + np.max(np.abs(g), axis=1))
+    return g, outs, np.where(np.isfinite(res), res, np.inf)
+
+
+def _polish_into(fast, g, outs, res, idx, z, eps):
+    """:func:`_polish` the points ``idx`` at ``(z, eps)`` in place, where the residual does not grow."""
+    gp, op, rp = _polish(fast, g[idx], z[idx], eps[idx])
+    keep = rp <= res[idx]
+    k = idx[keep]
+    g[k], outs[k], res[k] = gp[keep], op[keep], rp[keep]
+
+
+#: Largest relative change of the unknowns accepted from the offset start to
+#: the axis solution. The change is about ``(h + rounding) |dg/dz|``, which
+#: grows like ``1/sigma`` (``sigma``: smallest singular value of ``I - dPhi``,
+#: about the square root of the distance to an edge), while the other branch
+#: lies about ``sigma`` away: the bound keeps the axis step a hundred times
+#: closer to its start than the nearest other solution.
+AXIS_MOVE = 1e-7
+
+
+def _to_axis(fast, g, outs, res, idx, z, eps, tol):
+    """Newton at the real points ``z[idx]`` from ``g[idx]``; in place where accepted.
+
+    Accepted: residual below ``tol``, a change from the start of at most
+    :data:`AXIS_MOVE` (relative), and ``Im G <= 1e-8 (1 + |G|)`` on the ``u``
+    rows (inside the support the only other nearby solution is the complex
+    conjugate, with ``Im G > 0``). Returns the accepted mask over ``idx``.
+    """
+    g0 = g[idx]
+    ga, oa, ra = _polish(fast, g0, z[idx], eps[idx])
+    with np.errstate(all="ignore"):
+        move = np.max(np.abs(ga - g0), axis=1) / (1 + np.max(np.abs(g0), axis=1))
+        ok = (ra < tol) & (move <= AXIS_MOVE) & np.all(oa.imag <= 1e-8 * (1 + np.abs(oa)), axis=1)
+    k = idx[ok]
+    g[k], outs[k], res[k] = ga[ok], oa[ok], ra[ok]
+    return ok
 
 
 def _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade, stride=8):

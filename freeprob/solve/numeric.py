@@ -50,8 +50,8 @@ class _Space:
     rp: np.ndarray
     rq: np.ndarray
     base: np.ndarray  # -B flattened
-    zpat: np.ndarray  # flattened diagonal pattern of the u rows
-    epat: np.ndarray  # flattened diagonal pattern of the other rows
+    zdiag: np.ndarray  # flat positions of the diagonal entries of the u rows (z goes there)
+    ediag: np.ndarray  # flat positions of the other diagonal entries (i eps goes there)
 
 
 class FastSystem:
@@ -76,10 +76,7 @@ class FastSystem:
             emap = np.zeros((len(used), len(pos)), complex)
             for i, j, kk, c in terms:
                 emap[used.index(kk), pos.index(i * k + j)] -= c
-            zpat = np.zeros(k * k)
-            zpat[np.arange(k) * (k + 1)] = u
-            epat = np.zeros(k * k)
-            epat[np.arange(k) * (k + 1)] = ~u
+            diag = np.arange(k) * (k + 1)
             spaces.append(
                 _Space(
                     k, u, b, (np.array(used, int), np.array(pos, int), emap), ti, tj, tk, tc,
@@ -87,18 +84,13 @@ class FastSystem:
                     np.array([x[1] for x in reads], int),
                     np.array([x[2] for x in reads], int),
                     -b.reshape(-1),
-                    zpat,
-                    epat,
+                    diag[u],
+                    diag[~u],
                 )
             )
         self.spaces = spaces
         self.outputs = tuple(system.u)
-        # indicator (nt, r) per space for the Jacobian scatter
-        self._ind = []
-        for sp in spaces:
-            ind = np.zeros((len(sp.tk), r))
-            ind[np.arange(len(sp.tk)), sp.tk] = 1.0
-            self._ind.append(ind)
+        self._scatter = [_jacobian_scatter(sp) for sp in spaces]
 
     def inverses(self, g, z, eps):
         """Per space, ``F_s = (Lambda - B - eta(g))^{-1}`` for all points: list of (P, k, k)."""
@@ -109,32 +101,55 @@ class FastSystem:
             a = np.broadcast_to(sp.base, (g.shape[0], k * k)).copy()
             if len(pos):
                 a[:, pos] += g[:, used] @ emap
-            a += z[:, None] * sp.zpat
-            a += (1j * eps)[:, None] * sp.epat
+            a[:, sp.zdiag] += z[:, None]
+            a[:, sp.ediag] += (1j * eps)[:, None]
             out.append(_inv(a.reshape(-1, k, k)))
         return out
 
     def phi(self, g, z, eps, jacobian=False):
-        """``Phi(g)`` (P, r), the outputs (P, n_u) and optionally ``dPhi`` (P, r, r)."""
+        """``Phi(g)`` (P, r), the outputs (P, n_u) and optionally ``dPhi`` (P, r, r).
+
+        The Jacobian entry of an unknown ``a`` read at ``F[p, q]`` with respect
+        to an unknown ``b`` is ``sum_t c_t F[p, i_t] F[j_t, q]`` over the terms
+        ``t = (i_t, j_t, b, c_t)`` of ``eta`` in the same space; the products are
+        formed for all (read, term) pairs at once and summed per unknown.
+        """
         fs = self.inverses(g, z, eps)
         P = g.shape[0]
         phi = np.zeros((P, self.r), complex)
         jac = np.zeros((P, self.r, self.r), complex) if jacobian else None
-        for sp, f, ind in zip(self.spaces, fs, self._ind):
-            if len(sp.rk):
-                phi[:, sp.rk] = f[:, sp.rp, sp.rq]
-        if jacobian:
-            for s, (sp, f) in enumerate(zip(self.spaces, fs)):
-                if not len(sp.rk):
-                    continue
-                # contributions of eta terms written in this space to unknowns read in this space
-                if len(sp.ti):
-                    left = f[:, sp.rp, :][:, :, sp.ti]  # (P, nr, nt)
-                    right = np.transpose(f[:, sp.tj, :][:, :, sp.rq], (0, 2, 1))  # (P, nr, nt)
-                    contrib = (left * right * sp.tc[None, None, :]) @ self._ind[s]
-                    jac[:, sp.rk, :] += contrib
+        for sp, f, scatter in zip(self.spaces, fs, self._scatter):
+            if not len(sp.rk):
+                continue
+            phi[:, sp.rk] = f[:, sp.rp, sp.rq]
+            if jacobian and len(sp.ti):
+                rows, cols, order, starts = scatter
+                left = f[:, sp.rp[:, None], sp.ti[None, :]]  # (P, reads, terms): F[p, i_t]
+                right = f[:, sp.tj[None, :], sp.rq[:, None]]  # (P, reads, terms): F[j_t, q]
+                contrib = left * right * sp.tc
+                if order is not None:
+                    # several terms on one unknown: sum them (terms sorted by unknown)
+                    contrib = np.add.reduceat(contrib[:, :, order], starts, axis=2)
+                jac[:, rows, cols] += contrib
         outs = np.stack([fs[s][:, i, i] for s, i in self.outputs], axis=1)
         return phi, outs, jac
+
+
+def _jacobian_scatter(sp):
+    """Where the (read, term) products of a space land in the Jacobian.
+
+    Returns ``(rows, cols, order, starts)``: index arrays broadcasting to
+    (reads, unknowns of the terms) -- every unknown is read exactly once, so
+    the rows never repeat; ``order`` sorts the terms by unknown and ``starts``
+    opens each unknown's run for :func:`numpy.add.reduceat`, both None when
+    every term has its own unknown (the products then land directly).
+    """
+    order = starts = None
+    cols = sp.tk
+    if len(np.unique(sp.tk)) != len(sp.tk):
+        order = np.argsort(sp.tk, kind="stable")
+        cols, starts = np.unique(sp.tk[order], return_index=True)
+    return sp.rk[:, None], cols[None, :], order, starts
 
 
 def _inv(a):
