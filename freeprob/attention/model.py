@@ -81,10 +81,16 @@ def attention_expression(cfg):
 
     Examples
     --------
+    Leaf names are those of the model file (:func:`model_text`) once its
+    sums are expanded: ``Q_h``, ``Z_h``, ``W_h`` for head ``h = 1..H``,
+    ``K_g``/``V_g`` for the key/value of group ``g`` (of head ``h`` for mha),
+    and ``K`` (mqa, gqa:1) or ``V`` (shared-v) for one matrix shared by all of
+    several heads.
+
     >>> from freeprob.attention import attention_config
     >>> expr = attention_expression(attention_config(2, "mqa"))
     >>> sorted(m.name for m in expr.leaves())
-    ['K', 'Q1', 'Q2', 'V1', 'V2', 'W1', 'W2', 'Z1', 'Z2']
+    ['K', 'Q_1', 'Q_2', 'V_1', 'V_2', 'W_1', 'W_2', 'Z_1', 'Z_2']
     >>> expr.shape
     (l, d_out)
     """
@@ -95,21 +101,31 @@ def attention_expression(cfg):
     H = cfg.heads
     terms = []
     for h in range(H):
-        key = gaussian("K" if cfg.groups == 1 and H > 1 else f"K{cfg.key_index(h)}", (l, d_h))
-        query = gaussian(f"Q{h + 1}", (l, d_h))
-        noise = gaussian(f"Z{h + 1}", (l, l))
+        key = gaussian("K" if _one_key(cfg) else f"K_{cfg.key_index(h)}", (l, d_h))
+        query = gaussian(f"Q_{h + 1}", (l, d_h))
+        noise = gaussian(f"Z_{h + 1}", (l, l))
         if tied:
             value = key / sympy.sqrt(l)
         else:
-            vname = "V" if cfg.pattern == "shared-v" and H > 1 else f"V{cfg.value_index(h)}"
+            vname = "V" if _one_value(cfg) else f"V_{cfg.value_index(h)}"
             value = gaussian(vname, (l, d_v), 1 / l)
-        out = gaussian(f"W{h + 1}", (vdim, d_out), 1 / (H * vdim))
+        out = gaussian(f"W_{h + 1}", (vdim, d_out), 1 / (H * vdim))
         mix = (mu1 * query @ key.T / sympy.sqrt(d_h) + c * noise) / sympy.sqrt(l)
         terms.append(mix @ value @ out)
     expr = terms[0]
     for term in terms[1:]:
         expr = expr + term
     return expr
+
+
+def _one_key(cfg):
+    """Whether one key matrix ``K`` serves several heads (mqa, gqa:1 with two heads or more)."""
+    return cfg.groups == 1 and cfg.heads > 1
+
+
+def _one_value(cfg):
+    """Whether one value matrix ``V`` serves several heads (shared-v with two heads or more)."""
+    return cfg.pattern == "shared-v" and cfg.heads > 1
 
 
 def _scalar_text(expr):
@@ -121,32 +137,38 @@ def _scalar_text(expr):
 
 
 def _structure(cfg):
-    """``(expression text, {matrix: (shape, variance text)})`` of a configuration."""
+    """``(expression text, {constant: value text and comment}, {matrix: (shape, variance text, index or None)})``.
+
+    The expression is written once with ``sum(...)`` over the heads
+    (:mod:`freeprob.expr.modelfile`): one sum over ``h`` for every pattern but
+    gqa, which sums over the groups ``g`` and the heads ``j`` of a group, head
+    ``n*(g-1) + j``. Per-head matrices are families indexed by ``H``, per-group
+    ones by ``G``; a matrix shared by several heads is a single matrix.
+    """
     _, mu1, c = softmax_coefficients()
     mu1_text, c_text = _scalar_text(mu1), _scalar_text(c)
-    H = cfg.heads
     vdim = "d_h" if cfg.pattern == "tied-kv" else "d_v"
-    mats = {}
-    terms = []
-
-    def key_name(h):
-        return "K" if cfg.groups == 1 and H > 1 else f"K{cfg.key_index(h)}"
-
-    for h in range(H):
-        q, z, w = f"Q{h + 1}", f"Z{h + 1}", f"W{h + 1}"
-        k = key_name(h)
-        mats[q] = (("l", "d_h"), "1")
-        mats[k] = (("l", "d_h"), "1")
-        mats[z] = (("l", "l"), "1")
-        if cfg.pattern == "tied-kv":
-            value = f"({k} / sqrt(l))"
-        else:
-            vi = cfg.value_index(h)
-            value = "V" if cfg.pattern == "shared-v" and H > 1 else f"V{vi}"
-            mats[value] = (("l", "d_v"), "1/l")
-        mats[w] = ((vdim, "d_out"), f"1/({H}*{vdim})")
-        terms.append(f"({mu1_text} * {q} @ {k}.T / sqrt(d_h) + {c_text} * {z}) / sqrt(l) @ {value} @ {w}")
-    return " + ".join(terms), mats
+    grouped = cfg.pattern.startswith("gqa:")
+    if grouped:
+        indices = {"H": f"{cfg.heads}  # heads", "G": f"{cfg.groups}  # groups, one K and one V each",
+                   "n": '"H/G"  # heads per group'}
+        head, group, per_group = "n*(g-1) + j", "g", "G"
+    else:
+        indices = {"H": f"{cfg.heads}  # heads"}
+        head, group, per_group = "h", "h", "H"
+    mats = {"Q": (("l", "d_h"), "1", "H")}
+    key = "K" if _one_key(cfg) else f"K[{group}]"
+    mats["K"] = (("l", "d_h"), "1", None if _one_key(cfg) else per_group)
+    mats["Z"] = (("l", "l"), "1", "H")
+    if cfg.pattern == "tied-kv":
+        value = f"({key} / sqrt(l))"
+    else:
+        value = "V" if _one_value(cfg) else f"V[{group}]"
+        mats["V"] = (("l", "d_v"), "1/l", None if _one_value(cfg) else per_group)
+    mats["W"] = ((vdim, "d_out"), f"1/(H*{vdim})", "H")
+    term = f"({mu1_text} * Q[{head}] @ {key}.T / sqrt(d_h) + {c_text} * Z[{head}]) / sqrt(l) @ {value} @ W[{head}]"
+    text = f"sum(g, 1, G, sum(j, 1, n, {term}))" if grouped else f"sum(h, 1, H, {term})"
+    return text, indices, mats
 
 
 def _number_text(v):
@@ -159,6 +181,11 @@ def _number_text(v):
 def model_text(cfg, name=None, description=None):
     """The TOML model file of a configuration (serialization only; see :mod:`freeprob.expr.modelfile`).
 
+    The heads are written once, as ``sum(h, 1, H, ...)`` over indexed
+    matrix families (``Q[h]``), so the file has the same few lines for any
+    number of heads; loading it expands the sum to
+    :func:`attention_expression` leaf for leaf.
+
     Parameters
     ----------
     cfg : AttentionConfig
@@ -169,8 +196,15 @@ def model_text(cfg, name=None, description=None):
     Returns
     -------
     str
+
+    Examples
+    --------
+    >>> from freeprob.attention import attention_config
+    >>> text = model_text(attention_config(64, "gqa:8"))
+    >>> print(next(line for line in text.splitlines() if line.startswith("expression")))
+    expression = "sum(g, 1, G, sum(j, 1, n, (beta * Q[n*(g-1) + j] @ K[g].T / sqrt(d_h) + sqrt(-beta**2 + exp(beta**2) - 1) * Z[n*(g-1) + j]) / sqrt(l) @ V[g] @ W[n*(g-1) + j]))"
     """
-    expr_text, mats = _structure(cfg)
+    expr_text, indices, mats = _structure(cfg)
     name = name or cfg.name
     if description is None:
         _, _, c = softmax_coefficients()
@@ -188,19 +222,24 @@ def model_text(cfg, name=None, description=None):
         "# Contract: the law of the squared singular values, over its l rows, of",
         "#   Y = sum_h sqrt(l) (A_h - 1 1^T/l) V_h W_h,  A_h = softmax(beta Q_h K_h^T / sqrt(d_h)) row-wise,",
         "# replaced by its Gaussian equivalent (sqrt(l)(A_h - 1 1^T/l) -> (beta S_h + c Z_h)/sqrt(l)).",
+        "# The heads are written once, as a sum over indexed matrices: Q[h] is the leaf Q_h of head h.",
         f"name = {_quote(name)}",
         f"description = {_quote(description)}",
         'law = "squared-singular-values"',
         f"expression = {_quote(expr_text)}",
         "",
-        "[dimensions]",
+        "[indices]",
     ]
+    lines += [f"{k} = {v}" for k, v in indices.items()]
+    lines += ["", "[dimensions]"]
     for dim, v in cfg.ratios.items():
         lines.append(f"{dim} = {_number_text(v)}")
     lines += ["", "[parameters]", f"beta = {_number_text(cfg.beta)}"]
-    for mname, (shape, var) in mats.items():
+    for mname, (shape, var, index) in mats.items():
         lines += ["", f"[matrices.{mname}]", 'kind = "gaussian"', f'shape = ["{shape[0]}", "{shape[1]}"]',
                   f'variance = "{var}"']
+        if index is not None:
+            lines.append(f'index = "{index}"')
     return "\n".join(lines) + "\n"
 
 

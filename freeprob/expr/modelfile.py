@@ -24,9 +24,75 @@ Expressions are read by the scalar grammar of :mod:`freeprob._numbers`
 functions ``sqrt``, ``exp``, ``log``, ...) extended with ``@`` and ``.T``
 (:class:`MatrixGrammar`); nothing is passed to ``eval``. Numbers are exact:
 ``0.5`` is ``1/2``; a value may also be a string such as ``"1/3"``.
+
+Sums over indices
+-----------------
+A sum of many terms that differ only in their matrices (the heads of an
+attention layer) is written once::
+
+    expression = "sum(h, 1, H, (beta * Q[h] @ K[h].T / sqrt(d_h) + c * Z[h]) / sqrt(l) @ V[h] @ W[h])"
+
+    [indices]                           # integer constants: index ranges
+    H = 64
+    G = 8
+    n = "H/G"                           # a formula in the constants above it
+
+    [matrices.Q]
+    shape = ["l", "d_h"]
+    index = "H"                         # one independent matrix Q[1] ... Q[H]
+
+    [matrices.W]
+    shape = ["d_v", "d_out"]
+    index = "H"
+    variance = "1/(H*d_v)"              # constants are numbers in every formula
+
+* ``[indices]`` declares integer constants, each a positive integer or a
+  string formula in the constants declared before it, at most
+  :data:`MAX_TERMS`. They may be used as numbers anywhere a formula is read:
+  variances, coefficients of the expression, values of dimensions and
+  parameters.
+* ``index`` in a ``[matrices.NAME]`` table makes ``NAME`` an *indexed family*:
+  ``index = "H"`` declares the independent matrices ``NAME[1]`` ...
+  ``NAME[H]``; ``index = ["G", "n"]`` declares ``NAME[g, j]`` for ``g <= G``,
+  ``j <= n``. A range is a constant, a positive integer or a formula in the
+  constants. All members share the family's kind, shape and variance. The
+  member ``NAME[i]`` is the leaf named ``NAME_i`` (``NAME[g, j]``:
+  ``NAME_g_j``), so no other declared name may have that form.
+* ``sum(i, first, last, term)`` is the sum over ``i = first, ..., last`` of
+  ``term`` with the integer ``i`` in scope; sums nest
+  (``sum(g, 1, G, sum(j, 1, n, ... K[g] ... Q[n*(g-1) + j] ...))``). The
+  index name must be new (not a declared name, not the index of an enclosing
+  sum). Bounds and subscripts are integer formulas in constants and enclosing
+  indices (``+ - * /``; a division must be exact). Inside ``term`` the index
+  is also a number (``sum(h, 1, H, Q[h] / h)``).
+* The expansion is the ordinary flat sum of its terms, the same expression
+  as the file written term by term: every other part of freeprob (reduction,
+  the symmetry quotient of exchangeable terms, Monte-Carlo) sees no
+  difference. At most :data:`MAX_TERMS` terms are expanded in all (counted
+  over the innermost sums of the expression); a larger file is refused
+  before it is expanded.
+
+Every mistake (an index outside its sum, an unknown family, a subscript of
+the wrong arity or out of range, a family used without a subscript, an index
+used as a matrix, bounds that are not integers, an empty or too long range)
+is a :class:`~freeprob.ModelFileError` naming the file, the key and the
+piece.
+
+>>> model = parse_model({
+...     "name": "wishart-sum", "law": "eigenvalues", "expression": "sum(h, 1, H, X[h] @ X[h].T) / (H * n)",
+...     "indices": {"H": 3}, "dimensions": {"p": 0.5, "n": 1},
+...     "matrices": {"X": {"shape": ["p", "n"], "index": "H"}}})
+>>> print(model.expr)
+(X_1 @ X_1.T + X_2 @ X_2.T + X_3 @ X_3.T)/(3*n)
+>>> parse_model({"name": "m", "law": "eigenvalues", "expression": "X[h] @ X[h].T", "indices": {"H": 3},
+...              "dimensions": {"p": 1}, "matrices": {"X": {"shape": ["p", "p"], "index": "H"}}}, "m.toml")
+Traceback (most recent call last):
+...
+freeprob._errors.ModelFileError: m.toml: [expression] the index 'h' is not defined here: an index exists only inside its sum, as in sum(h, 1, N, X[h]) in 'X[h] @ X[h].T'
 """
 
 import ast
+import re
 import tomllib
 from pathlib import Path
 from types import MappingProxyType
@@ -35,23 +101,31 @@ import sympy
 
 from .._errors import DomainError, ModelFileError, ShapeError
 from .._numbers import ScalarGrammar, read_number
-from .tree import LAWS, Expr, Matrix, as_scalar
+from .tree import LAWS, Expr, Matrix, Sum, as_scalar
 
-__all__ = ["Model", "load_model", "parse_model", "parse_expression", "builtin_models", "find_model"]
+__all__ = ["MAX_TERMS", "Model", "load_model", "parse_model", "parse_expression", "builtin_models", "find_model"]
 
-_KEYS = {"name", "description", "law", "expression", "dimensions", "parameters", "matrices"}
+_KEYS = {"name", "description", "law", "expression", "dimensions", "parameters", "indices", "matrices"}
+_MATRIX_KEYS = ("kind", "shape", "variance", "index")
+#: Most terms the sums of one model file expand to, together (and the largest index range).
+MAX_TERMS = 4096
+#: Names a model file may not declare.
+_RESERVED_NAMES = {"sum"}
 
 
 class Model:
     """A model read from a file: expression, law kind, ratios and parameters.
 
-    A frozen description (``ratios`` and ``params`` are read-only mappings);
-    :func:`freeprob.law_of` builds its :class:`~freeprob.SpectralLaw`.
+    A frozen description (``ratios``, ``params`` and ``indices`` are
+    read-only mappings); :func:`freeprob.law_of` builds its
+    :class:`~freeprob.SpectralLaw`. ``expr`` is the expanded expression
+    (sums over indices written out); ``expression`` the text of the file;
+    ``indices`` the integer constants of ``[indices]`` (``{name: int}``).
     """
 
-    __slots__ = ("name", "description", "law_kind", "expression", "expr", "ratios", "params", "source")
+    __slots__ = ("name", "description", "law_kind", "expression", "expr", "ratios", "params", "source", "indices")
 
-    def __init__(self, name, description, law, expression, expr, ratios, params, source=None):
+    def __init__(self, name, description, law, expression, expr, ratios, params, source=None, indices=None):
         init = object.__setattr__
         init(self, "name", name)
         init(self, "description", description)
@@ -61,6 +135,7 @@ class Model:
         init(self, "ratios", MappingProxyType(dict(ratios)))
         init(self, "params", MappingProxyType(dict(params)))
         init(self, "source", source)
+        init(self, "indices", MappingProxyType(dict(indices or {})))
 
     def __setattr__(self, name, value):
         raise AttributeError(f"a Model is immutable (cannot set {name!r}); use with_values for a changed copy")
@@ -74,6 +149,9 @@ class Model:
         params = dict(self.params)
         by_name = {str(k): k for k in list(ratios) + list(params)}
         for key, value in overrides.items():
+            if key in self.indices:
+                raise DomainError(f"--set {key}: {key} is an index range of model {self.name} (it fixes the number of "
+                                  f"terms of its sums); change it under [indices] in the model file")
             if key not in by_name:
                 known = ", ".join(sorted(by_name)) or "none"
                 raise DomainError(f"--set {key}: model {self.name} has no dimension or parameter {key} (known: {known})")
@@ -85,28 +163,195 @@ class Model:
                 ratios[sym] = v
             else:
                 params[sym] = v
-        return Model(self.name, self.description, self.law_kind, self.expression, self.expr, ratios, params, self.source)
+        return Model(self.name, self.description, self.law_kind, self.expression, self.expr, ratios, params, self.source,
+                     self.indices)
 
 
 def _fail(where, key, msg):
     raise ModelFileError(f"{where}: [{key}] {msg}")
 
 
-class MatrixGrammar(ScalarGrammar):
-    """The scalar grammar of :mod:`freeprob._numbers` plus matrices, ``@`` and ``.T``.
+class _Family:
+    """An indexed family of matrices: one independent leaf per index tuple, made when first used.
 
-    Errors are :class:`ModelFileError` naming the file and the key.
+    Parameters
+    ----------
+    name : str
+    sizes : tuple of int
+        The range of each subscript (``Q[i]`` with ``1 <= i <= sizes[0]``).
+    shape, kind, variance
+        Shared by every member (see :class:`~freeprob.expr.tree.Matrix`).
     """
 
-    def __init__(self, names, where, key):
+    __slots__ = ("name", "sizes", "shape", "kind", "variance", "members")
+
+    def __init__(self, name, sizes, shape, kind, variance):
+        self.name, self.sizes, self.shape, self.kind, self.variance = name, tuple(sizes), shape, kind, variance
+        self.members = {}
+
+    def member(self, values):
+        """The leaf ``name_i_j...`` of the index tuple ``values`` (1-based ints)."""
+        leaf = self.members.get(values)
+        if leaf is None:
+            leaf = Matrix(member_name(self.name, values), self.shape, self.kind, self.variance)
+            self.members[values] = leaf
+        return leaf
+
+    def describe(self):
+        """``Q[1..64]`` or ``Q[1..8, 1..8]``."""
+        return f"{self.name}[{', '.join(f'1..{n}' for n in self.sizes)}]"
+
+
+def member_name(family, values):
+    """The leaf name of a family member: ``member_name("Q", (3,))`` is ``"Q_3"``, ``(2, 5)`` gives ``"Q_2_5"``."""
+    return family + "".join(f"_{int(v)}" for v in values)
+
+
+def _calls_sum(node):
+    return any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "sum" for n in ast.walk(node))
+
+
+class MatrixGrammar(ScalarGrammar):
+    """The scalar grammar of :mod:`freeprob._numbers` plus matrices, ``@``, ``.T``, indexed families and ``sum``.
+
+    Parameters
+    ----------
+    names : dict
+        Name -> sympy scalar or :class:`~freeprob.expr.tree.Matrix`.
+    where, key : str
+        The file and the key being read, named in every error.
+    families : dict, optional
+        Name -> indexed family (``Q[h]``).
+
+    Errors are :class:`ModelFileError` naming the file and the key.
+    ``sum(i, first, last, term)`` evaluates ``term`` once per value of ``i``
+    (bound as an exact integer in ``names`` while it runs) and adds the
+    results; the number of terms of the innermost sums is counted against
+    :data:`MAX_TERMS` before each sum runs.
+    """
+
+    def __init__(self, names, where, key, families=None):
         super().__init__(names, what=f"{where}: [{key}]")
         self.where, self.key = where, key
+        self.families = dict(families or {})
+        self.bound = []  # indices of the enclosing sums, innermost last
+        self.in_index = 0  # > 0 while reading a subscript or a bound
+        self.expanded = 0  # terms of innermost sums so far
 
     def error(self, message):
         return ModelFileError(f"{self.what} {message}")
 
     def unknown_name(self, name):
-        return f"unknown name {name!r}: declare it under [matrices], [dimensions] or [parameters],"
+        if self.in_index:
+            return (f"the index {name!r} is not defined here: an index exists only inside its sum, "
+                    f"as in sum({name}, 1, N, X[{name}])")
+        return f"unknown name {name!r}: declare it under [matrices], [dimensions], [parameters] or [indices],"
+
+    # -- indexed families and sums ------------------------------------------
+    def eval_Name(self, node):
+        family = self.families.get(node.id)
+        if family is not None:
+            self.fail(f"{node.id} is an indexed family ({family.describe()}): use one member, as in "
+                      f"{node.id}[{', '.join('ijk'[:len(family.sizes)]) if len(family.sizes) <= 3 else '...'}] "
+                      f"inside a sum,")
+        if node.id == "sum" and node.id not in self.names:
+            self.fail("sum must be called, as sum(i, first, last, term),")
+        return super().eval_Name(node)
+
+    def integer(self, node, what):
+        """The exact integer value of an index formula (a subscript or a bound)."""
+        self.in_index += 1
+        try:
+            value = self.eval(node)
+        finally:
+            self.in_index -= 1
+        if isinstance(value, Expr) or not isinstance(value, sympy.Basic) or not value.is_Integer:
+            segment = ast.get_source_segment(self.source, node) or "?"
+            self.fail(f"{what} must be an integer: {segment!r} is {value} (write integers, [indices] constants "
+                      f"and indices of enclosing sums, with + - * and exact /)")
+        return int(value)
+
+    def eval_Subscript(self, node):
+        if not isinstance(node.value, ast.Name):
+            self.fail("only a declared family may be subscripted, as Q[h]")
+        name = node.value.id
+        family = self.families.get(name)
+        if family is None:
+            if isinstance(self.names.get(name), Matrix):
+                self.fail(f"{name} is a single matrix, not an indexed family: drop the subscript, or add "
+                          f"index = \"N\" under [matrices.{name}] for one matrix per value 1..N")
+            if name in self.names:
+                self.fail(f"{name} is a scalar, not an indexed family of matrices")
+            self.fail(f"unknown indexed family {name!r}: declare it under [matrices.{name}] with index = \"N\"")
+        items = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        if any(isinstance(i, (ast.Slice, ast.Starred)) for i in items):
+            self.fail(f"{name}[...] takes integer subscripts, not slices")
+        if len(items) != len(family.sizes):
+            self.fail(f"{name} has {len(family.sizes)} subscript{'s' if len(family.sizes) > 1 else ''} "
+                      f"({family.describe()}), got {len(items)}")
+        values = []
+        for position, (item, size) in enumerate(zip(items, family.sizes)):
+            v = self.integer(item, f"the subscript {position + 1} of {name}")
+            if not 1 <= v <= size:
+                self.fail(f"the subscript {position + 1} of {name} is outside its range 1..{size} "
+                          f"({family.describe()}): {ast.get_source_segment(self.source, item)!r} is {v}")
+            values.append(v)
+        return family.member(tuple(values))
+
+    def eval_Call(self, node):
+        if isinstance(node.func, ast.Name) and node.func.id == "sum":
+            return self.sum_call(node)
+        return super().eval_Call(node)
+
+    def sum_call(self, node):
+        """``sum(i, first, last, term)``: the expanded sum over ``i``."""
+        usage = "sum(i, first, last, term), e.g. sum(h, 1, H, Q[h])"
+        if node.keywords or any(isinstance(a, ast.Starred) for a in node.args) or len(node.args) != 4:
+            self.fail(f"sum takes four plain arguments: {usage},")
+        index, first, last, body = node.args
+        if not isinstance(index, ast.Name):
+            self.fail(f"the first argument of sum must be a new index name: {usage},")
+        i = index.id
+        if i in self.bound:
+            self.fail(f"the index {i!r} is already the index of an enclosing sum; choose another letter")
+        if i in self.names or i in self.families or i in self.functions or i in ("pi", "E", "I", "sum"):
+            self.fail(f"the index {i!r} of a sum is already a declared name or a constant; choose another letter")
+        lo = self.integer(first, f"the first value of {i}")
+        hi = self.integer(last, f"the last value of {i}")
+        if hi < lo:
+            self.fail(f"the range of {i} is empty ({lo}..{hi}); a sum needs first <= last")
+        count = hi - lo + 1
+        innermost = not _calls_sum(body)
+        if count > MAX_TERMS:
+            self.fail(f"the sum over {i} has {count} terms, more than {MAX_TERMS} (the limit of a model file); "
+                      f"use fewer terms")
+        if innermost and self.expanded + count > MAX_TERMS:
+            self.fail(f"the sums expand to more than {MAX_TERMS} terms in all (the limit of a model file): "
+                      f"{self.expanded} before this sum over {i}, which adds {count}; use fewer terms")
+        if innermost:
+            self.expanded += count
+        self.bound.append(i)
+        values = []
+        try:
+            for v in range(lo, hi + 1):
+                self.names[i] = sympy.Integer(v)
+                values.append(self.eval(body))
+        finally:
+            self.bound.pop()
+            self.names.pop(i, None)
+        matrices = [isinstance(v, Expr) for v in values]
+        if all(matrices):
+            terms = []
+            for v in values:
+                if v.shape != values[0].shape:
+                    raise ShapeError(f"{self.where}: [{self.key}] the terms of sum({i}, ...) have different shapes: "
+                                     f"{values[0]} is ({values[0].shape[0]}, {values[0].shape[1]}), {v} is "
+                                     f"({v.shape[0]}, {v.shape[1]})")
+                terms.extend(v.terms if isinstance(v, Sum) else (v,))
+            return terms[0] if len(terms) == 1 else Sum(tuple(terms))
+        if any(matrices):
+            self.fail(f"the terms of sum({i}, ...) mix matrices and scalars")
+        return sympy.Add(*values)
 
     def eval_Attribute(self, node):
         if node.attr != "T":
@@ -144,24 +389,67 @@ class MatrixGrammar(ScalarGrammar):
         return super().call(name, args)
 
 
-def parse_expression(text, names, where="expression", key="expression"):
-    """Evaluate ``text`` safely over ``names`` (matrices and scalar symbols)."""
+def parse_expression(text, names, where="expression", key="expression", families=None):
+    """Evaluate ``text`` safely over ``names`` (matrices and scalar symbols) and indexed ``families``."""
     if not isinstance(text, str):
         _fail(where, key, f"expected a string, got {text!r}")
-    return MatrixGrammar(names, where, key).parse(text)
+    return MatrixGrammar(names, where, key, families).parse(text)
 
 
-def _number(value, where, key):
+def _number(value, where, key, constants=None):
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         _fail(where, key, f"expected a number, got {value!r}")
-    v = parse_expression(value, {}, where, key) if isinstance(value, str) else as_scalar(value)
+    v = parse_expression(value, constants or {}, where, key) if isinstance(value, str) else as_scalar(value)
     if isinstance(v, Expr) or not v.is_number or v.is_real is False:
         _fail(where, key, f"expected a real number, got {value!r}")
     return v
 
 
+def _range(value, constants, where, key):
+    """A positive integer at most :data:`MAX_TERMS`: an int, or a formula in the ``[indices]`` constants."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        v = sympy.Integer(value)
+    elif isinstance(value, str):
+        v = parse_expression(value, constants, where, key)
+    else:
+        _fail(where, key, f"expected a positive integer or a formula in [indices] constants, got {value!r}")
+    if isinstance(v, Expr) or not isinstance(v, sympy.Basic) or not v.is_Integer:
+        _fail(where, key, f"must be an integer, got {value!r} = {v}")
+    if not 1 <= v <= MAX_TERMS:
+        _fail(where, key, f"must be a positive integer at most {MAX_TERMS} (the limit on terms of a model file), "
+                          f"got {v}")
+    return int(v)
+
+
+def _check_name(where, key, name, taken):
+    """A declared name: an identifier, not reserved, not declared in another table."""
+    if not isinstance(name, str) or not name.isidentifier():
+        _fail(where, key, "is not a valid name (letters, digits and _, not starting with a digit)")
+    if name in _RESERVED_NAMES:
+        _fail(where, key, f"the name {name!r} is reserved (sum(i, first, last, term) is a sum over an index)")
+    if name in taken:
+        _fail(where, key, f"the name {name!r} is already declared under [{taken[name]}]")
+
+
+def _check_members(where, families, taken):
+    """No declared name may be a family's name followed by ``_`` and digits (``Q_3`` is the leaf of ``Q[3]``).
+
+    Two leaf names of different declarations can only be equal when one
+    declared name is the other followed by ``_<digits>`` groups, so this
+    keeps every leaf name unique.
+    """
+    for fname, family in families.items():
+        pattern = re.compile(re.escape(fname) + r"(_[0-9]+)+")
+        for name, table in taken.items():
+            if pattern.fullmatch(name):
+                _fail(where, f"{table}.{name}", f"the name {name!r} has the form of a leaf of the indexed family "
+                                                f"{family.describe()} ({fname}[{', '.join('1' * len(family.sizes))}] is the leaf "
+                                                f"{member_name(fname, (1,) * len(family.sizes))}); "
+                                                f"rename one of them")
+
+
 def parse_model(data, where="<model>"):
-    """Build a :class:`Model` from a parsed TOML table."""
+    """Build a :class:`Model` from a parsed TOML table (see the module documentation for the format)."""
     if not isinstance(data, dict):
         raise ModelFileError(f"{where}: the model must be a TOML table")
     unknown = set(data) - _KEYS
@@ -176,41 +464,55 @@ def parse_model(data, where="<model>"):
     law = data["law"]
     if law not in LAWS:
         _fail(where, "law", f"must be one of {', '.join(LAWS)}, got {law!r}")
+    taken = {}  # declared name -> its table
+    constants = {}
+    indices = data.get("indices") or {}
+    if not isinstance(indices, dict):
+        _fail(where, "indices", "must be a table of integer constants, e.g. H = 8")
+    for iname, value in indices.items():
+        key = f"indices.{iname}"
+        _check_name(where, key, iname, taken)
+        constants[iname] = sympy.Integer(_range(value, constants, where, key))
+        taken[iname] = "indices"
     if not isinstance(data["dimensions"], dict) or not data["dimensions"]:
         _fail(where, "dimensions", "must be a table of ratios, e.g. p = 0.5")
     dims = {}
     ratios = {}
     for dname, value in data["dimensions"].items():
-        if not dname.isidentifier():
-            _fail(where, f"dimensions.{dname}", "is not a valid name")
+        _check_name(where, f"dimensions.{dname}", dname, taken)
         sym = sympy.Symbol(dname, positive=True)
-        v = _number(value, where, f"dimensions.{dname}")
+        v = _number(value, where, f"dimensions.{dname}", constants)
         if not v > 0:
             raise DomainError(f"{where}: [dimensions.{dname}] the ratio must be positive, got {value!r}")
         dims[dname] = sym
         ratios[sym] = v
+        taken[dname] = "dimensions"
     params = {}
     psyms = {}
-    for pname, value in (data.get("parameters") or {}).items():
-        if not pname.isidentifier() or pname in dims:
-            _fail(where, f"parameters.{pname}", "is not a valid name or clashes with a dimension")
+    parameters = data.get("parameters") or {}
+    if not isinstance(parameters, dict):
+        _fail(where, "parameters", "must be a table of named numbers, e.g. beta = 1")
+    for pname, value in parameters.items():
+        _check_name(where, f"parameters.{pname}", pname, taken)
         sym = sympy.Symbol(pname, real=True)
         psyms[pname] = sym
-        params[sym] = _number(value, where, f"parameters.{pname}")
+        params[sym] = _number(value, where, f"parameters.{pname}", constants)
+        taken[pname] = "parameters"
     scalars = dict(dims)
     scalars.update(psyms)
+    scalars.update(constants)
     mats = {}
+    families = {}
     if not isinstance(data["matrices"], dict) or not data["matrices"]:
         _fail(where, "matrices", "must declare at least one matrix")
     for mname, spec in data["matrices"].items():
         key = f"matrices.{mname}"
-        if not mname.isidentifier() or mname in scalars:
-            _fail(where, key, "is not a valid name or clashes with a dimension or parameter")
+        _check_name(where, key, mname, taken)
         if not isinstance(spec, dict):
             _fail(where, key, "must be a table")
-        extra = set(spec) - {"kind", "shape", "variance"}
+        extra = set(spec) - set(_MATRIX_KEYS)
         if extra:
-            _fail(where, f"{key}.{sorted(extra)[0]}", "unknown key; allowed: kind, shape, variance")
+            _fail(where, f"{key}.{sorted(extra)[0]}", f"unknown key; allowed: {', '.join(_MATRIX_KEYS)}")
         kind = spec.get("kind", "gaussian")
         if kind not in ("gaussian", "wigner", "identity"):
             _fail(where, f"{key}.kind", f"must be gaussian, wigner or identity, got {kind!r}")
@@ -230,15 +532,28 @@ def parse_model(data, where="<model>"):
         if isinstance(var, Expr):
             _fail(where, f"{key}.variance", "must be a scalar expression")
         try:
-            mats[mname] = Matrix(mname, (dims[shape[0]], dims[shape[1]]), kind, var)
+            leaf = Matrix(mname, (dims[shape[0]], dims[shape[1]]), kind, var)
         except (DomainError, ShapeError) as exc:
             raise type(exc)(f"{where}: [{key}] {exc}") from None
+        taken[mname] = "matrices"
+        if "index" not in spec:
+            mats[mname] = leaf
+            continue
+        ranges = spec["index"]
+        if isinstance(ranges, list):
+            if not ranges:
+                _fail(where, f"{key}.index", "must name at least one range, e.g. index = \"H\"")
+            sizes = [_range(r, constants, where, f"{key}.index") for r in ranges]
+        else:
+            sizes = [_range(ranges, constants, where, f"{key}.index")]
+        families[mname] = _Family(mname, sizes, leaf.shape, kind, leaf.variance)
+    _check_members(where, families, taken)
     names = dict(scalars)
     names.update(mats)
     text = data["expression"]
     if not isinstance(text, str):
         _fail(where, "expression", "must be a string")
-    expr = parse_expression(text, names, where, "expression")
+    expr = parse_expression(text, names, where, "expression", families)
     if not isinstance(expr, Expr):
         _fail(where, "expression", f"{text!r} is a scalar, not a matrix expression")
     used = set(expr.dimensions())
@@ -246,7 +561,7 @@ def parse_model(data, where="<model>"):
         if sym not in used and sym not in expr.free_scalars():
             del ratios[sym]
     desc = data.get("description", "")
-    return Model(name, desc, law, text, expr, ratios, params, where)
+    return Model(name, desc, law, text, expr, ratios, params, where, {k: int(v) for k, v in constants.items()})
 
 
 def load_model(path):
