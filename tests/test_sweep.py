@@ -5,6 +5,7 @@ Every computed sweep here is small (H = 1, 2 or one H with two widths, few momen
 """
 
 import dataclasses
+import io
 import json
 import math
 import sys
@@ -18,9 +19,16 @@ from freeprob import ClusterError, ConvergenceError, DomainError, MissingDepende
 from freeprob.attention import attention_config, attention_law, attention_sweep, head_counts, plan_sweep
 from freeprob.attention import sweep as sweep_module
 from freeprob.attention.sweep import common_grid, l1_distance
+from freeprob.cli import main
 
 HALF = sympy.Rational(1, 2)
 SMALL = dict(heads=(1, 2), at="0.5,2", moments=2, grid=120)
+
+
+def run(*argv):
+    out = io.StringIO()
+    code = main(list(argv), out=out)
+    return code, out.getvalue()
 
 
 def rows_numbers(result):
@@ -231,6 +239,8 @@ def test_scheduler_without_distributed_says_what_to_install(monkeypatch):
     monkeypatch.setitem(sys.modules, "distributed", None)  # import distributed -> ImportError
     with pytest.raises(MissingDependencyError, match=r"pip install 'freeprob\[cluster\]'"):
         attention_sweep(heads=1, scheduler="tcp://127.0.0.1:8786")
+    code, text = run("attention", "sweep", "--heads", "1", "--scheduler", "tcp://127.0.0.1:8786", "--json")
+    assert code == 2 and json.loads(text)["type"] == "MissingDependencyError"
 
 
 def test_unreachable_scheduler_is_a_cluster_error(monkeypatch):
@@ -246,3 +256,63 @@ def test_dask_cluster_gives_the_same_numbers(serial):
         on_cluster = attention_sweep(**SMALL, scheduler=cluster.scheduler_address)
     assert on_cluster.timings["runner"] == f"Dask scheduler {cluster.scheduler_address}"
     assert rows_numbers(on_cluster) == rows_numbers(serial)
+
+
+# -- the command line --------------------------------------------------------------------------------
+
+
+def test_cli_table_plot_and_progress_on_a_terminal(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    png = tmp_path / "sweep.png"
+    code, text = run("attention", "sweep", "--heads", "1", "--width", "1/4,1/2", "--moments", "1", "--grid", "40",
+                     "--at", "1", "--workers", "1", "--plot", str(png))
+    assert code == 0
+    assert "total width W over 1/4, 1/2 at H = 1 (d_h = d_v = W/H)" in text and "rho(1)" in text
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    err = capsys.readouterr().err
+    assert "laws" in err and "common grid" in err and "2/2" in err
+
+
+def test_cli_json_is_clean_and_silent(capsys):
+    code, text = run("attention", "sweep", "--heads", "1", "--moments", "1", "--grid", "30", "--workers", "1",
+                     "--json")
+    data = json.loads(text)
+    assert code == 0 and data["over"] == "heads" and data["rows"][0]["d_h"] == "1/2"
+    assert data["grid"]["points"] == 30 and data["digits"] == {"support": 6, "moments": 15, "density": 8}
+    assert capsys.readouterr().err == ""
+
+
+def test_cli_progress_is_silent_when_stderr_is_not_a_terminal(capsys):
+    # capsys' stderr is not a terminal
+    assert run("attention", "sweep", "--heads", "1", "--moments", "0", "--grid", "20", "--workers", "1")[0] == 0
+    assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize("argv, piece", [
+    (("--heads", "3"), "not a power of two"),
+    (("--heads", "1:256"), "out of range"),
+    (("--moments", "13"), "between 0 and 12"),
+    (("--dh", "1/4", "--dv", "1/4"), "not allowed with"),
+    (("--workers", "2", "--scheduler", "tcp://h:1"), "not allowed with"),
+    (("--width", "1,,2"), "comma-separated"),
+])
+def test_cli_argument_errors(argv, piece, capsys):
+    with pytest.raises(SystemExit) as exc:
+        run("attention", "sweep", *argv)
+    assert exc.value.code == 2 and piece in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv, kind, piece", [
+    (("--heads", "1,2", "--width", "1/4,1/2"), "DomainError", "one thing at a time"),
+    (("--pattern", "tied-kv", "--dv", "1/4"), "ShapeError", "d_v = d_h"),
+    (("--plot", "sweep.nope"), "FreeProbError", "unknown picture format"),
+])
+def test_cli_input_errors_before_any_work(argv, kind, piece, monkeypatch, capsys):
+    def no_law(*args, **kw):
+        raise AssertionError("a law was made before the input was checked")
+
+    monkeypatch.setattr(sweep_module, "summarize_config", no_law)
+    code, text = run("attention", "sweep", *argv, "--json")
+    data = json.loads(text)
+    assert code == 2 and data["type"] == kind and piece in data["error"]
+    assert "Traceback" not in capsys.readouterr().err
