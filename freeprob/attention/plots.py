@@ -170,7 +170,7 @@ def plot_sweep(result, path):
     if hi > lo:
         bar.minorticks_off()
         bar.set_ticks(values)
-        bar.set_ticklabels([str(int(v)) if result.over == "heads" else str(row.width) for row, _ in curves])
+        bar.set_ticklabels([str(row.heads) if result.over == "heads" else str(row.width) for row, _ in curves])
     ax.set_xlabel("squared singular value x")
     ax.set_ylabel("density (absolutely continuous part)")
     if len(curves) <= 10:
