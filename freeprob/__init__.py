@@ -11,10 +11,12 @@ solve them to any precision, and check the answer by Monte-Carlo.
 
 from . import attention
 from ._errors import (
+    ClusterError,
     ConvergenceError,
     DomainError,
     EliminationError,
     FreeProbError,
+    MissingDependencyError,
     ModelFileError,
     NotSelfAdjointError,
     RegimeError,
@@ -64,6 +66,7 @@ __all__ = [
     "check",
     "check_attention",
     "CheckReport",
+    "ClusterError",
     "compare_patterns",
     "ConvergenceError",
     "dims",
@@ -86,6 +89,7 @@ __all__ = [
     "law_of",
     "load_model",
     "MarchenkoPastur",
+    "MissingDependencyError",
     "Model",
     "ModelFileError",
     "moments_from_free_cumulants",

@@ -16,6 +16,8 @@ __all__ = [
     "RegimeWarning",
     "ModelFileError",
     "EliminationError",
+    "MissingDependencyError",
+    "ClusterError",
 ]
 
 
@@ -91,3 +93,11 @@ class ModelFileError(FreeProbError, ValueError):
 
 class EliminationError(FreeProbError, RuntimeError):
     """Elimination to one polynomial equation did not finish (time or size budget)."""
+
+
+class MissingDependencyError(FreeProbError, ImportError):
+    """An optional dependency that a request needs is not installed; the message says what to install."""
+
+
+class ClusterError(FreeProbError, ConnectionError):
+    """A compute cluster (a Dask scheduler) that cannot be reached."""

@@ -69,6 +69,8 @@ def test_cli_flags(payloads, capsys):
         assert run("equations", "marchenko-pastur", "--set", f"p={text}")[0] == 2
         assert run("attention", "--beta", text)[0] == 2
         assert run("attention", "--dh", text)[0] == 2
+        for flag in ("--width", "--at", "--beta", "--dv", "--dout", "--l"):
+            assert run("attention", "sweep", flag, text)[0] == 2, flag
     err = capsys.readouterr().err
     assert "Traceback" not in err and "freeprob: error:" in err
 
@@ -84,6 +86,8 @@ def test_python_points_and_values(payloads, mp_law):
         refused(fp.Semicircle, variance=text)
         refused(fp.Semicircle().density, text)
         refused(attention.attention_config, heads=1, pattern="mha", beta=text)
+        refused(attention.attention_sweep, heads=1, width=text)
+        refused(attention.attention_sweep, heads=1, at=text)
 
 
 def test_expression_scalars(payloads):

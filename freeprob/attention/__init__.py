@@ -14,11 +14,16 @@ The public names, by step:
   :func:`config_sizes`;
 * checks: :func:`check_attention`, :func:`multi_size_check`,
   :func:`compare_patterns` (with :func:`allocation_study`,
-  :func:`width_study`), :func:`plot_check`.
+  :func:`width_study`), :func:`plot_check`;
+* sweeps: :func:`attention_sweep` (over head counts at a fixed total
+  width, or over widths), :func:`plan_sweep`, :class:`SweepResult`,
+  :func:`plot_sweep`.
 
 The functions keep their descriptive names (``attention_law`` rather than
-``law``): the short names ``config``, ``check`` and ``compare`` are the
-submodules of this package, and a function of the same name would hide them.
+``law``): the short names ``config``, ``check``, ``compare`` and ``sweep``
+are the submodules of this package, and a function of the same name would
+hide them. So :func:`freeprob.attention.sweep.sweep` is exported here as
+``attention_sweep``.
 
 >>> from freeprob import attention
 >>> cfg = attention.attention_config(heads=2, pattern="mqa")
@@ -32,12 +37,26 @@ from .compare import ComparisonReport, allocation_study, compare_patterns, same_
 from .config import PATTERNS, AttentionConfig, attention_config, groups_divide, head_plan
 from .equivalence import GaussianEquivalent, command_line_report, gaussian_equivalent, softmax_coefficients
 from .model import attention_expression, attention_law, emit_model, head_groups, model_text
-from .plots import plot_check, plot_comparison
+from .plots import plot_check, plot_comparison, plot_sweep
 from .regime import BETA_WARN, REGIME_REFUSE, REGIME_WARN, check_regime, regime_parameter
 from .softmax import attention_sizes, config_sizes, sample_attention, sample_config, softmax_gaussian_equivalent
+from .sweep import (
+    DEFAULT_HEADS,
+    MAX_HEADS,
+    MAX_SWEEP_MOMENTS,
+    SweepPlan,
+    SweepResult,
+    SweepRow,
+    head_counts,
+    plan_sweep,
+)
+from .sweep import sweep as attention_sweep
 
 __all__ = [
     "BETA_WARN",
+    "DEFAULT_HEADS",
+    "MAX_HEADS",
+    "MAX_SWEEP_MOMENTS",
     "PATTERNS",
     "REGIME_REFUSE",
     "REGIME_WARN",
@@ -46,11 +65,15 @@ __all__ = [
     "ComparisonReport",
     "GaussianEquivalent",
     "RegimeWarning",
+    "SweepPlan",
+    "SweepResult",
+    "SweepRow",
     "allocation_study",
     "attention_config",
     "attention_expression",
     "attention_law",
     "attention_sizes",
+    "attention_sweep",
     "check_attention",
     "check_regime",
     "command_line_report",
@@ -60,11 +83,14 @@ __all__ = [
     "head_groups",
     "gaussian_equivalent",
     "groups_divide",
+    "head_counts",
     "head_plan",
     "model_text",
     "multi_size_check",
+    "plan_sweep",
     "plot_check",
     "plot_comparison",
+    "plot_sweep",
     "rank_atom",
     "regime_parameter",
     "same_system",

@@ -7,7 +7,7 @@ to a non-interactive one without a display).
 
 import numpy as np
 
-__all__ = ["cap", "plot_check", "plot_comparison", "save", "visible"]
+__all__ = ["cap", "plot_check", "plot_comparison", "plot_sweep", "save", "visible"]
 
 
 def visible(d):
@@ -129,3 +129,50 @@ def plot_comparison(report, path):
         ax.set_ylabel("density (absolutely continuous part)")
         ax.legend(fontsize=7)
     return save(fig, report.setting, path)
+
+
+def plot_sweep(result, path):
+    """The densities of a :class:`~freeprob.attention.sweep.SweepResult` overlaid, colored by ``H`` or ``W``.
+
+    One curve per row on the common grid; the color runs along a colormap
+    with the swept value (on a log scale: head counts are powers of two), a
+    colorbar gives the scale and, up to ten rows, a legend names each curve.
+
+    Parameters
+    ----------
+    result : SweepResult
+    path : str or Path
+        Picture file to write (its suffix picks the format).
+
+    Returns
+    -------
+    path
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.cm import ScalarMappable
+    from matplotlib.colors import LogNorm, Normalize
+
+    xs, curves = result.curves()
+    values = [float(row.heads if result.over == "heads" else row.width) for row, _ in curves]
+    lo, hi = min(values), max(values)
+    norm = LogNorm(lo, hi) if hi > lo else Normalize(lo - 1, hi + 1)
+    cmap = plt.get_cmap("viridis")
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    shown = []
+    for (row, d), v in zip(curves, values):
+        shown.append(visible(d))
+        ax.plot(xs, shown[-1], color=cmap(norm(v)), lw=1.5, label=f"{row.label(result.over)}, d_h = {row.config.d_h}, "
+                                                                     f"d_v = {row.config.d_v}")
+    cap(ax, xs, shown)
+    ax.set_xlim(0, float(xs[-1]))
+    bar = fig.colorbar(ScalarMappable(norm=norm, cmap=cmap), ax=ax)
+    bar.set_label("heads H" if result.over == "heads" else "total width W")
+    if hi > lo:
+        bar.minorticks_off()
+        bar.set_ticks(values)
+        bar.set_ticklabels([str(row.heads) if result.over == "heads" else str(row.width) for row, _ in curves])
+    ax.set_xlabel("squared singular value x")
+    ax.set_ylabel("density (absolutely continuous part)")
+    if len(curves) <= 10:
+        ax.legend(fontsize=7)
+    return save(fig, result.setting(), path)

@@ -10,12 +10,17 @@
                                [--l L] [--dh DH] [--dv DV] [--dout DO] [--grid 200] [--points 3] [--dps 35]
                                [--mc-size 400] [--mc-reps 6] [--no-mc] [--no-allocation] [--seed S]
                                [--json] [--plot FILE.png]
+    freeprob attention sweep [--heads 1,2,4,8 | --heads 1:128] [--width 1/2[,1,...]] [--pattern P] [--beta B]
+                             [--l L] [--dh DH | --dv DV] [--dout DO] [--at X,...] [--moments 4] [--grid 400]
+                             [--dps D] [--workers N | --scheduler ADDRESS] [--json] [--plot FILE.png]
     freeprob equivalence "exp(beta*x - beta**2/2)" [--set beta=1] [--dps 30]
 
-Options of ``check`` and ``compare`` follow the subcommand name. Sizes are
-ratios (``--dh 1/2``); ``--dv`` defaults to ``--dh``. Without ``--emit``,
-``freeprob attention`` prints the model file. Progress lines go to standard
-error, so that ``--json`` output stays clean.
+Options of ``check``, ``compare`` and ``sweep`` follow the subcommand name.
+Sizes are ratios (``--dh 1/2``); ``--dv`` defaults to ``--dh``. Without
+``--emit``, ``freeprob attention`` prints the model file. Progress lines go to
+standard error, so that ``--json`` output stays clean; ``sweep`` shows a
+progress bar there (tqdm) only when standard error is a terminal and
+``--json`` is not given.
 """
 
 import argparse
@@ -23,23 +28,32 @@ import json
 import math
 import sys
 
-from .. import DomainError
+from tqdm import tqdm
+
+from .. import DomainError, FreeProbError
 from ..attention import (
+    DEFAULT_HEADS,
+    MAX_HEADS,
+    MAX_SWEEP_MOMENTS,
     attention_config,
+    attention_sweep,
     check_attention,
     check_regime,
     command_line_report,
     compare_patterns,
     emit_model,
+    head_counts,
     model_text,
     plot_check,
 )
+from .common import MAX_DPS, MAX_GRID, integer_in, point_list
 
 __all__ = [
     "add_attention_parsers",
     "cmd_attention",
     "cmd_attention_check",
     "cmd_attention_compare",
+    "cmd_attention_sweep",
     "cmd_equivalence",
 ]
 
@@ -64,6 +78,19 @@ def _ints(text, what):
     if not vals:
         raise DomainError(f"{what} expects at least one integer, got {text!r}")
     return vals
+
+
+def _list_type(flag):
+    """An argparse type: a comma-separated list without empty items (the values are read later, exactly)."""
+
+    def read(text):
+        items = [t.strip() for t in text.split(",")]
+        if not all(items):
+            raise argparse.ArgumentTypeError(f"{flag} expects comma-separated values, got {text!r}")
+        return text
+
+    read.__name__ = flag
+    return read
 
 
 def _ratios(args):
@@ -128,6 +155,55 @@ def cmd_attention_compare(args, out):
     return 1 if bad else 0
 
 
+def _progress_bars(enabled):
+    """``(tick, close)``: one tqdm bar per stage of a sweep on standard error, ticking per configuration."""
+    bars = {}
+    names = {"laws": "laws", "grid": "common grid"}
+
+    def tick(stage, done, total, label):
+        if not enabled:
+            return
+        bar = bars.get(stage)
+        if bar is None:
+            bar = bars[stage] = tqdm(total=total, desc=names.get(stage, stage), unit="config", file=sys.stderr,
+                                     leave=False, dynamic_ncols=True, mininterval=0)
+        bar.set_postfix_str(label, refresh=False)
+        bar.update(1)
+
+    def close():
+        for bar in bars.values():
+            bar.close()
+
+    return tick, close
+
+
+def cmd_attention_sweep(args, out):
+    """``freeprob attention sweep``: the law over head counts at a fixed total width, or over widths."""
+    show = not args.json and sys.stderr.isatty()
+    tick, close = _progress_bars(show)
+    try:
+        result = attention_sweep(args.heads, args.pattern, args.beta, width=args.width, l=args.l, d_h=args.dh,
+                                 d_v=args.dv, d_out=args.dout, at=args.at or (), moments=args.moments, grid=args.grid,
+                                 dps=args.dps, workers=args.workers, scheduler=args.scheduler, progress=tick)
+    finally:
+        close()
+    if args.plot:
+        result.plot(args.plot)
+    if args.json:
+        out.write(json.dumps(result.as_dict(), indent=2) + "\n")
+    else:
+        out.write(result.table() + "\n")
+    return 0
+
+
+def _heads_type(text):
+    """``--heads`` of a sweep: powers of two up to 128, as a list or ``A:B`` (argparse refuses the rest)."""
+    try:
+        return head_counts(text)
+    except FreeProbError as exc:
+        raise argparse.ArgumentTypeError(str(exc).removeprefix("heads: ")) from None
+
+
 def _json_default(x):
     try:
         v = float(x)
@@ -178,7 +254,7 @@ def add_attention_parsers(subparsers):
     p.add_argument("--name", help="model name (default attention-<pattern>-h<H>)")
     p.add_argument("--emit", metavar="FILE.toml", help="write the model file here (default: print it)")
     p.set_defaults(func=cmd_attention)
-    sub = p.add_subparsers(dest="attention_command", metavar="{check,compare}")
+    sub = p.add_subparsers(dest="attention_command", metavar="{check,compare,sweep}")
 
     c = sub.add_parser("check", help="real softmax at several sizes, extrapolated, against the law")
     _config_args(c, suppress=True)
@@ -210,6 +286,39 @@ def add_attention_parsers(subparsers):
     m.add_argument("--json", action="store_true")
     m.add_argument("--plot", metavar="FILE.png")
     m.set_defaults(func=cmd_attention_compare)
+
+    w = sub.add_parser("sweep", help="the law over head counts at a fixed total width, or over widths",
+                       description="Sweep the Gaussian-equivalent attention law over head counts H at a fixed total "
+                                   "width W (d_h = d_v = W/H), or over W at a fixed H: support edges, moments, "
+                                   "densities at points and distances between consecutive laws on a common grid.")
+    w.add_argument("--heads", type=_heads_type, default=DEFAULT_HEADS,
+                   help=f"head counts: powers of two up to {MAX_HEADS}, comma-separated, or A:B for every power "
+                        f"of two from A to B (default {','.join(map(str, DEFAULT_HEADS))})")
+    w.add_argument("--width", type=_list_type("--width"), default="1/2",
+                   help="total width W = H d_h (comma-separated to sweep it at one H; default 1/2)")
+    w.add_argument("--pattern", default="mha", help="mha, mqa, gqa:G (rows with H not divisible by G are skipped), "
+                                                   "shared-v, tied-kv")
+    w.add_argument("--beta", default="1", help="inverse temperature (default 1)")
+    w.add_argument("--l", default="1", help="ratio of the sequence length (default 1)")
+    fix = w.add_mutually_exclusive_group()
+    fix.add_argument("--dh", default=None, help="fix d_h; then only d_v = W/H is allocated")
+    fix.add_argument("--dv", default=None, help="fix d_v; then only d_h = W/H is allocated")
+    w.add_argument("--dout", default="1/2", help="ratio of the output width (default 1/2)")
+    w.add_argument("--at", type=point_list, help="comma-separated points for the density column(s)")
+    w.add_argument("--moments", type=integer_in(0, MAX_SWEEP_MOMENTS, "--moments"), default=4,
+                   help="moments m_1..m_K per row (default 4)")
+    w.add_argument("--grid", type=integer_in(2, MAX_GRID, "--grid"), default=400,
+                   help="points of the common density grid (default 400)")
+    w.add_argument("--dps", type=integer_in(1, MAX_DPS, "--dps"),
+                   help="verified digits of the edges and point densities (default: double precision)")
+    run = w.add_mutually_exclusive_group()
+    run.add_argument("--workers", type=integer_in(1, 256, "--workers"),
+                     help="local processes (default: one per configuration, up to the number of cores)")
+    run.add_argument("--scheduler", metavar="ADDRESS",
+                     help="run on this Dask scheduler (tcp://host:8786); needs pip install 'freeprob[cluster]'")
+    w.add_argument("--json", action="store_true")
+    w.add_argument("--plot", metavar="FILE.png", help="densities overlaid, colored by H or W")
+    w.set_defaults(func=cmd_attention_sweep)
 
     e = subparsers.add_parser("equivalence", help="Gaussian-equivalent coefficients of an entrywise nonlinearity")
     e.add_argument("nonlinearity", help='e.g. "exp(beta*x - beta**2/2)"')
