@@ -17,7 +17,7 @@ import sympy
 from ._errors import ConvergenceError, DomainError, EliminationError
 from ._numbers import read_number
 from ._precision import check_dps, context, guard_digits, to_mpc, to_mpf
-from .expr.tree import Expr, leaves
+from .expr.tree import Expr, Matrix, Product, Scaled, Sum, Transpose, leaves
 from .reduce.reduction import Reduction
 from .scalar.closedform import (
     LawData,
@@ -29,12 +29,13 @@ from .scalar.closedform import (
     polynomial_support,
 )
 from .solve.cdf import tabulate
-from .solve.edges import atoms_at, support_by_density, support_by_folds
+from .solve.edges import atom_at, hard_edge_at, support_by_density, support_by_folds
 from .solve.newton import solve_fast, solve_point
 from .solve.numeric import NumericSystems
 from .solve.series import series_coefficients, series_moments, system_domain
 
-__all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "singular_value_law"]
+__all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "norm_bound", "rank_bound",
+           "singular_value_law"]
 
 
 #: Default route for support and atoms: systems with more unknowns skip the
@@ -73,6 +74,94 @@ def _read_values(expr, ratios, params):
         exact_params[sym] = read_number(value, what=f"parameter {key}")
     dimensions = tuple(dims) + tuple(s for s in exact_ratios if s not in dims)
     return exact_ratios, exact_params, dimensions
+
+
+def rank_bound(expr, values):
+    """An upper bound of the limiting normalized rank of ``expr`` (exact; ``rank/N`` as ``N -> oo``).
+
+    Built on the expression tree: a Gaussian ``a x b`` has rank at most
+    ``min(rho_a, rho_b)``, a Wigner or identity matrix ``rho_a``; a product has
+    at most the smallest rank of its factors, a sum at most the sum of its
+    terms' ranks (and never more than its rows or columns), a nonzero
+    multiple or a transpose the rank of its argument. For polynomials in
+    independent Gaussians the bound is attained generically; when it is not
+    (cancellations, repeated factors), the atom it implies is only a lower
+    bound, and :func:`~freeprob.solve.edges.atom_at` finds the larger mass.
+
+    Parameters
+    ----------
+    expr : Expr
+    values : dict
+        Exact ratios (dimension symbol -> value) and parameters.
+
+    Returns
+    -------
+    sympy number
+    """
+
+    def dim(s):
+        return values[s]
+
+    def walk(node):
+        rows, cols = node.shape
+        cap = sympy.Min(dim(rows), dim(cols))
+        if isinstance(node, Matrix):
+            return cap if node.kind == "gaussian" else dim(rows)
+        if isinstance(node, Transpose):
+            return walk(node.arg)
+        if isinstance(node, Scaled):
+            c = sympy.sympify(node.coeff).subs(values)
+            return sympy.Integer(0) if c == 0 else walk(node.arg)
+        if isinstance(node, Product):
+            return sympy.Min(*[walk(f) for f in node.factors], cap)
+        if isinstance(node, Sum):
+            return sympy.Min(sympy.Add(*[walk(t) for t in node.terms]), cap)
+        raise TypeError(f"unknown expression node {node!r}")
+
+    out = walk(expr)
+    return sympy.nsimplify(out) if isinstance(out, sympy.Float) else out
+
+
+def norm_bound(expr, values, n=1e8):
+    """An upper bound (float) of the limiting operator norm of ``expr``.
+
+    ``||X|| <= sqrt(v) (sqrt(a) + sqrt(b))`` for a Gaussian ``a x b`` of entry
+    variance ``v`` (its limiting largest singular value), ``2 sqrt(v a)`` for a
+    Wigner matrix, 1 for the identity; norms of sums add and of products
+    multiply. Dimensions are ``ratio * n`` with ``n = 1e8`` (every monomial is of
+    order one, so this is the limit up to ``O(1/n)``; the result carries a
+    factor ``1 + 1e-6``).
+    """
+    at = {s: v * n for s, v in values.items() if s in expr.dimensions()}
+    at.update({s: v for s, v in values.items() if s not in at})
+
+    def num(c):
+        v = complex(sympy.sympify(c).subs(at).evalf(30))
+        return abs(v)
+
+    def dim(s):
+        return float(at[s])
+
+    def walk(node):
+        if isinstance(node, Matrix):
+            a, b = node.shape
+            if node.kind == "identity":
+                return 1.0
+            v = num(node.variance)
+            if node.kind == "wigner":
+                return 2.0 * np.sqrt(v * dim(a))
+            return np.sqrt(v) * (np.sqrt(dim(a)) + np.sqrt(dim(b)))
+        if isinstance(node, Transpose):
+            return walk(node.arg)
+        if isinstance(node, Scaled):
+            return num(node.coeff) * walk(node.arg)
+        if isinstance(node, Product):
+            return float(np.prod([walk(f) for f in node.factors]))
+        if isinstance(node, Sum):
+            return float(sum(walk(t) for t in node.terms))
+        raise TypeError(f"unknown expression node {node!r}")
+
+    return walk(expr) * (1 + 1e-6)
 
 
 class _Cache:
@@ -352,24 +441,32 @@ class SpectralLaw:
 
     # -- routes ---------------------------------------------------------------
     def _route(self, method, auto=False):
-        """``"dyson"``, ``"polynomial"``, or for ``auto`` and ``method=None`` ``"auto"``
-        (polynomial, falling back to Dyson; Dyson directly above :data:`POLYNOMIAL_MAX_UNKNOWNS`)."""
+        """``"dyson"``, ``"polynomial"``, or for ``auto`` and ``method=None`` ``"auto"``."""
         if method not in _METHODS:
             raise ValueError(f"method must be 'dyson' or 'polynomial', got {method!r}")
         if method is None:
-            return "auto" if auto and self.system.n_unknowns <= POLYNOMIAL_MAX_UNKNOWNS else "dyson"
+            return "auto" if auto else "dyson"
         return method
 
     def _closed_or_dyson(self, method, closed, dyson):
+        """The Dyson route (fast, verified) by default; the polynomial route when asked for, or when the
+        Dyson route cannot verify its answer and elimination finishes within 30 seconds (systems of at
+        most :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns)."""
         route = self._route(method, auto=True)
-        if route != "dyson":
+        if route == "polynomial":
+            self.polynomial(budget_seconds=30)
+            return closed(self.closed_form_data)
+        try:
+            return dyson()
+        except ConvergenceError:
+            if route == "dyson" or self.system.n_unknowns > POLYNOMIAL_MAX_UNKNOWNS:
+                raise
             try:
                 self.polynomial(budget_seconds=30)
                 return closed(self.closed_form_data)
             except (EliminationError, ConvergenceError, DomainError):
-                if route == "polynomial":
-                    raise
-        return dyson()
+                pass
+            raise
 
     @property
     def closed_form_data(self):
@@ -396,25 +493,69 @@ class SpectralLaw:
         ``symbolic=True`` rational functions of the ratios and parameters."""
         return exact_moments(self.closed_form_data, k, symbolic=symbolic)
 
-    def support(self, dps=None, grid=2001, method=None):
+    def support(self, dps=None, grid=401, method=None):
         """Support intervals ``[(a, b), ...]`` with edges to ``dps`` digits (default 15).
 
-        ``method="polynomial"``: the real roots of the discriminant of
-        :meth:`polynomial` that are true edges. ``method="dyson"``: edges
-        bracketed on a double-precision density grid and refined by Newton's
-        method on the fold system (see :mod:`freeprob.solve.edges`); a hard edge at
-        0 of a squared-singular-value law is reported as exactly 0. By default
-        the polynomial route is used when elimination finishes within 30
-        seconds, the Dyson route otherwise (and directly for systems of more
-        than :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns).
+        ``method="dyson"``: edges bracketed on a coarse double-precision
+        density grid (``grid`` points over the range :attr:`scale` bounds) and
+        refined by Newton's method on the fold system (see
+        :mod:`freeprob.solve.edges`); an end at 0 towards which the density
+        grows is a hard edge, reported as exactly 0 once verified
+        (:func:`~freeprob.solve.edges.hard_edge_at`: absolutely continuous
+        mass within ``10^-dps`` of the scale from 0). ``method="polynomial"``:
+        the real roots of the discriminant of :meth:`polynomial` that are true
+        edges. By default the Dyson route, and the polynomial route when the
+        Dyson route cannot verify an edge and elimination finishes within 30
+        seconds (systems of at most :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns).
         """
         dps = check_dps(dps or 15)
         return self._closed_or_dyson(
             method,
             lambda data: polynomial_support(data, dps),
-            lambda: support_by_folds(self.numeric_system, self.density_fast, self.law, self.support_range(), grid, dps,
-                                     self.name),
+            lambda: list(self._cache.get(("support", dps, grid), lambda: tuple(self._support_dyson(dps, grid)))),
         )
+
+    def _support_dyson(self, dps, grid):
+        s = self.scale
+        range_ = (-s, s) if self.law == "eigenvalues" else (0.0, s)
+        return support_by_folds(self._numerics, self.density_fast, self.law, range_, grid, dps, self.name,
+                                hard_edge=lambda x0: self._at_zero(dps, hard_edge=True))
+
+    # -- structure --------------------------------------------------------------
+    @property
+    def scale(self):
+        """A bound (float) of ``|x|`` on the support, from the norms of the leaves
+        (:func:`norm_bound`; squared for squared singular values)."""
+        def build():
+            b = norm_bound(self.expr, self.values())
+            out = b if self.law == "eigenvalues" else b * b
+            if not np.isfinite(out) or out > 1e150:
+                raise ConvergenceError(
+                    f"the law's scale (a bound {out:.3g} of its support) overflows double precision: rescale the "
+                    f"model, or ask for values at given points with dps=...")
+            return out
+        return self._cache.get("scale", build)
+
+    def rank_bound(self):
+        """An upper bound of the normalized rank of the expression (exact; :func:`rank_bound`)."""
+        return self._cache.get("rank", lambda: rank_bound(self.expr, self.values()))
+
+    def atom_lower_bound(self):
+        """The mass at 0 implied by the ranks: ``max(0, 1 - rank/rows)`` (exact), a lower bound of the atom at 0."""
+        rows = self.ratios[self.expr.shape[0]]
+        return sympy.Max(0, 1 - self.rank_bound() / rows)
+
+    def _at_zero(self, dps, hard_edge=False):
+        """``(mass, how)`` at 0 (:func:`~freeprob.solve.edges.atom_at`), with ``hard_edge`` also verifying
+        absolutely continuous mass at 0; cached, and the hard-edge result serves the atom too."""
+        done = self._cache.peek(("zero", dps, True))
+        if done is not None:
+            return done
+        if not hard_edge:
+            return self._cache.get(("zero", dps, False), lambda: atom_at(
+                self._numerics, self.law, 0, dps, self.atom_lower_bound(), self.scale))
+        return self._cache.get(("zero", dps, True), lambda: hard_edge_at(
+            self._numerics, self.law, 0, dps, self.atom_lower_bound(), self.scale))
 
     def support_fast(self, grid=2001, rel=1e-6):
         """Support intervals in double precision, from the fast density alone.
@@ -441,13 +582,16 @@ class SpectralLaw:
     def atoms(self, dps=None, candidates=(0,), method=None):
         """Atoms ``[(x, mass), ...]`` with masses to ``dps`` digits (default 15).
 
+        ``method="dyson"``: at each of ``candidates`` (default 0), the mass
+        ``lim iy G(x0 + iy)``, kept when above ``10^-dps``. At 0 it is settled
+        between the lower bound the ranks of the expression give
+        (:meth:`atom_lower_bound`) and the upper bounds ``Re(iy G(iy))`` of the
+        Dyson solution on the imaginary axis (:func:`~freeprob.solve.edges.atom_at`):
+        when they agree to the digits asked for, the mass is the exact bound.
         ``method="polynomial"``: every pole of the branch of :meth:`polynomial`,
-        location and mass exact. ``method="dyson"``: the mass
-        ``lim iy G(x0 + iy)`` at each of ``candidates`` (default 0), kept when
-        above ``10^-dps``. By default the polynomial route is used when
-        elimination finishes within 30 seconds (systems of more than
-        :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns go to the Dyson route
-        directly).
+        location and mass exact. By default the Dyson route, and the
+        polynomial route when the Dyson route cannot verify a mass and
+        elimination finishes within 30 seconds.
         """
         dps = check_dps(dps or 15)
 
@@ -455,7 +599,20 @@ class SpectralLaw:
             ctx = context(dps + guard_digits(dps))
             return [(ctx.mpf(a.x), ctx.mpf(a.mass)) for a in polynomial_atoms(data, dps)]
 
-        return self._closed_or_dyson(method, closed, lambda: atoms_at(self.numeric_system, self.law, candidates, dps))
+        def dyson():
+            ctx = context(dps + guard_digits(dps))
+            out = []
+            for x0 in candidates:
+                x0 = read_number(x0, what="atom candidate")
+                if x0 == 0:
+                    mass, _ = self._at_zero(dps)
+                else:
+                    mass, _ = atom_at(self._numerics, self.law, float(x0), dps, 0, self.scale)
+                if abs(mass) > ctx.mpf(10) ** (-dps):
+                    out.append((to_mpf(ctx, x0), ctx.mpf(mass)))
+            return out
+
+        return self._closed_or_dyson(method, closed, dyson)
 
     def cdf_function(self, nodes=2000, atoms=None, grid=2001):
         """The distribution function as a :class:`~freeprob.solve.cdf.DistributionTable` (double precision).

@@ -140,6 +140,36 @@ def _outside(x, support):
     return all(not (float(a) <= x <= float(b)) for a, b in support)
 
 
+def _grid_density(law, xs, support):
+    """Double-precision density on the grid ``xs``, solved only where it is not known.
+
+    Outside the verified support it is exactly 0 (this also keeps the solver
+    away from atoms, where ``G`` has a pole); for squared singular values it is
+    0 at ``x <= 0`` (the law of ``x > 0``; the atom and a hard edge sit at 0).
+    A grid point exactly at a hard edge of an eigenvalue law (an end at 0 of
+    a support interval, where the density grows without bound) is ``inf``.
+    Points the vectorized solver cannot verify are solved one by one to 15
+    digits (a failure there is a typed error, never a NaN in the output).
+    """
+    dens = np.zeros(len(xs))
+    inside = np.array([not _outside(x, support) for x in xs])
+    if law.law == "squared-singular-values":
+        inside &= xs > 0
+    else:
+        at_edge = inside & (xs == 0) & np.array([any(float(a) == 0 or float(b) == 0 for a, b in support)] * len(xs))
+        dens[at_edge] = np.inf
+        inside &= ~at_edge
+    if inside.any():
+        dens[inside] = law.density_fast(xs[inside])
+    for i in np.nonzero(np.isnan(dens))[0]:
+        dens[i] = float(law.density(f"{xs[i]:.17g}", dps=15))
+    return dens
+
+
+def _density_text(d, digits=8):
+    return "inf" if np.isinf(d) else f"{d:.{digits}g}"
+
+
 def cmd_law(args, out):
     model = model_of(args)
     law = law_of(model)
@@ -148,16 +178,16 @@ def cmd_law(args, out):
     atoms = law.atoms(dps=dps)
     moments = law.moments(args.moments)
     xs = _grid(args.grid, law, support, atoms)
-    # outside the verified support the density is exactly 0; this also keeps
-    # the solver away from atoms, where G has a pole
     outside = np.array([_outside(x, support) for x in xs])
     if args.dps is None:
-        dens = np.where(outside, 0.0, law.density_fast(xs))
+        dens = _grid_density(law, xs, support)
         grid_digits = 8
-        grid = [{"x": f"{x:.10g}", "density": ("NaN" if np.isnan(d) else f"{d:.8g}")} for x, d in zip(xs, dens)]
+        grid = [{"x": f"{x:.10g}", "density": _density_text(d)} for x, d in zip(xs, dens)]
     else:
         grid_digits = dps
-        grid = [{"x": f"{x:.10g}", "density": "0" if out else number_text(law.density(f"{x:.10g}", dps=dps), dps)}
+        hard = law.law == "eigenvalues" and any(float(a) == 0 or float(b) == 0 for a, b in support)
+        grid = [{"x": f"{x:.10g}", "density": "0" if out else ("inf" if hard and x == 0 else
+                                                             number_text(law.density(f"{x:.10g}", dps=dps), dps))}
                 for x, out in zip(xs, outside)]
         dens = np.array([float(r["density"]) for r in grid])
 
@@ -182,8 +212,11 @@ def cmd_law(args, out):
             fh.write("x,density\n")
             for r in grid:
                 fh.write(f"{r['x']},{r['density']}\n")
+    # a hard edge's infinite value is drawn at the largest finite one
+    finite = dens[np.isfinite(dens)]
+    shown = np.where(np.isinf(dens), finite.max() if finite.size else 0.0, dens)
     if args.plot:
-        plot_density(args.plot, model.law_kind, xs, dens, atoms, title=f"{model.name}: {model.expression}")
+        plot_density(args.plot, model.law_kind, xs, shown, atoms, title=f"{model.name}: {model.expression}")
     if args.json:
         out.write(json.dumps(data, indent=2) + "\n")
         return
@@ -192,7 +225,7 @@ def cmd_law(args, out):
     atoms_text = ", ".join(f"{a['mass']} at {a['x']}" for a in data["atoms"]) or "none"
     out.write(f"atoms:   {atoms_text}\n")
     out.write(f"moments: {', '.join(data['moments'])}\n")
-    out.write(ascii_plot(xs, dens) + "\n")
+    out.write(ascii_plot(xs, shown) + "\n")
 
 
 def cmd_check(args, out):

@@ -6,25 +6,45 @@
   ``g = Phi(g, x)``, ``(I - dPhi) v = 0``, ``c . v = 1`` in ``(g, x, v)``, which
   is regular at a fold; Newton's method (finite-difference Jacobian at twice
   the working precision) converges to it from a grid bracket.
-* Atoms: the mass at ``x0`` is ``lim_{y -> 0} iy G(x0 + iy)``; the Dyson
-  solution is continued in mpmath down the imaginary direction and the limit
-  accepted only when it is stable.
+  Newton's method runs in double precision first (its Jacobian by central
+  differences, all columns in one vectorized evaluation) and is then finished
+  in mpmath by chord steps with that Jacobian, each of which gains the digits
+  the double-precision Jacobian carries; the full finite-difference Newton at
+  twice the working precision is the fallback.
+* Atoms: the mass at ``x0`` is ``lim_{y -> 0} iy G(x0 + iy)``. On the
+  imaginary direction ``M(y) = Re(iy G(x0 + iy)) = mu({x0}) + int_{x != x0}
+  y^2/(y^2 + (x - x0)^2) dmu(x)`` decreases to the mass, so every verified
+  ``M(y)`` is an upper bound of it. With an exact lower bound (the rank
+  deficiency of the expression, computed by the caller) the mass is settled
+  when the two agree to the digits asked for (:func:`atom_at`); the Dyson
+  solution is continued down ``y`` in mpmath with steps that grow while the
+  solution follows its power law in ``y``. Richardson extrapolation of
+  ``M(y)`` (:func:`atom_mass`) is the fallback when the bound is not attained.
+* Hard edges: a support interval that ends at a candidate point (0) with a
+  density growing towards it ends there exactly when the density is verified
+  positive at ``10^-dps`` of the support's scale from it (and zero as far on
+  the other side): the solution on the imaginary axis is turned on a quarter
+  circle of that radius to the real axis (:func:`hard_edge_at`).
 
 Both work in the system's variable ``z`` (``z = x`` for eigenvalues,
 ``z = sqrt(x)`` for squared singular values) and know nothing of expressions.
 """
 
+from fractions import Fraction
+
 import numpy as np
 
 from .._errors import ConvergenceError
-from .numeric import FastSystem, MPSystem
-from .._precision import context, guard_digits
-from .newton import newton_mp, solve_fast
+from .numeric import FastSystem, MPSystem, NumericSystems
+from .._precision import context, flint_precision, guard_digits, to_mpf
+from .newton import _newton_fast, newton_mp, solve_fast
 
 __all__ = [
     "refine_edge",
     "atom_mass",
+    "atom_at",
     "atoms_at",
+    "hard_edge_at",
     "probe_range",
     "support_grid",
     "support_runs",
@@ -72,41 +92,77 @@ def _solve(ctx, a, b, unk):
     return _pinv_solve(ctx, a, b)
 
 
-def refine_edge(system, z_out, dps, bracket=None):
-    """A soft edge of the support, in the system variable, to ``dps`` digits.
+def _systems(system):
+    """A :class:`NumericSystems` for a substituted ``DysonSystem`` (or the one given)."""
+    return system if isinstance(system, NumericSystems) else NumericSystems(system)
 
-    Parameters
-    ----------
-    system : DysonSystem (fully substituted)
-    z_out : float
-        A point just outside the support near the edge.
-    bracket : (float, float), optional
-        The edge must lie in this interval (with a margin of one bracket
-        width) or the result is refused.
 
-    Raises
-    ------
-    ConvergenceError
+def _fold_fast(fast, u, r, c):
+    """Fold residuals at the rows of ``u`` (``P x (2r + 1)``, real), in double precision."""
+    g = u[:, :r].astype(complex)
+    x = u[:, r].astype(complex)
+    v = u[:, r + 1:]
+    phi, _, jac = fast.phi(g, x, np.zeros(len(u)), jacobian=True)
+    f1 = u[:, :r] - phi.real
+    f2 = v - np.einsum("pab,pb->pa", jac.real, v)
+    f3 = v @ c - 1
+    return np.concatenate([f1, f2, f3[:, None]], axis=1)
+
+
+def _fold_jacobian_fast(fast, u, r, c):
+    """Central-difference Jacobian of :func:`_fold_fast` at ``u`` (all columns in one evaluation)."""
+    n = len(u)
+    h = 1e-6 * (1 + np.abs(u))
+    f = _fold_fast(fast, np.concatenate([u + np.diag(h), u - np.diag(h)]), r, c)
+    return ((f[:n] - f[n:]) / (2 * h)[:, None]).T
+
+
+def _fold_newton_fast(fast, u, r, c, maxiter=40):
+    """Newton's method on the fold system in double precision; ``(u, jacobian)`` or ``(None, None)``."""
+    jac = None
+    for _ in range(maxiter):
+        f = _fold_fast(fast, u[None, :], r, c)[0]
+        jac = _fold_jacobian_fast(fast, u, r, c)
+        if not (np.isfinite(f).all() and np.isfinite(jac).all()):
+            return None, None
+        try:
+            # minimum-norm steps: the fold Jacobian is singular when unknowns are
+            # equal by symmetry (identical heads), and consistent with it
+            step = np.linalg.lstsq(jac, f, rcond=1e-10)[0]
+        except np.linalg.LinAlgError:
+            return None, None
+        u = u - step
+        if np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(u))):
+            return u, _fold_jacobian_fast(fast, u, r, c)
+    return None, None
+
+
+def _chord(ctx, mpsys, unk, jinv, r, cq, tol, maxiter=60):
+    """Chord steps ``u -= J^-1 F(u)`` in ``ctx`` with a fixed (double-precision) inverse Jacobian.
+
+    Returns the new unknowns, or None when the steps stop shrinking by at least a factor 4.
     """
-    fast = FastSystem(system)
-    g, outs, conv, res = solve_fast(fast, np.array([complex(z_out, 1e-12 * (1 + abs(z_out)))]), raise_on_failure=False)
-    g = g[0].real
-    r = len(g)
-    _, _, jac = fast.phi(g[None, :].astype(complex), np.array([complex(z_out)]), np.array([0.0]), jacobian=True)
-    jr = np.eye(r) - jac[0].real
-    _, _, vh = np.linalg.svd(jr)
-    v = vh[-1]
-    c = v / np.dot(v, v)
-    work = dps + 10 + dps // 4
-    ctx = context(2 * work)
-    mpsys = MPSystem(system, ctx)
-    unk = [ctx.mpf(x) for x in g] + [ctx.mpf(z_out)] + [ctx.mpf(x) for x in v]
-    cq = [ctx.mpf(x) for x in c]
+    n = len(unk)
+    jq = [[ctx.mpf(float(jinv[i, j])) for j in range(n)] for i in range(n)]
+    last = None
+    for _ in range(maxiter):
+        f = _fold_residual(mpsys, unk, r, cq)
+        step = [ctx.fsum(jq[i][j] * f[j] for j in range(n)) for i in range(n)]
+        unk = [unk[i] - step[i] for i in range(n)]
+        size = max(abs(x) for x in step)
+        if size < tol * (1 + max(abs(x) for x in unk)):
+            return unk
+        if last is not None and size > last / 4:
+            return None
+        last = size
+    return None
+
+
+def _refine_mp(ctx, mpsys, unk, r, cq, work):
+    """The former Newton: finite-difference Jacobian at twice the working precision (the fallback)."""
     n = len(unk)
     h = ctx.mpf(10) ** (-work)
     tol = ctx.mpf(10) ** (-(work - 2))
-    # Newton with a finite-difference Jacobian, reused (chord steps) while each
-    # step shrinks by at least a factor 10; recomputed otherwise
     jm = None
     last = None
     for _ in range(80):
@@ -126,24 +182,99 @@ def refine_edge(system, z_out, dps, bracket=None):
         last = size
         unk = [unk[i] - step[i] for i in range(n)]
         if abs(step[r]) < tol * (1 + abs(unk[r])):
-            break
-    else:
-        raise ConvergenceError(f"no support edge found near z = {z_out}", point=z_out, dps=dps)
-    edge = unk[r]
+            return unk
+    return None
+
+
+def refine_edge(system, z_out, dps, bracket=None, fallback=True):
+    """A soft edge of the support, in the system variable, to ``dps`` digits.
+
+    Parameters
+    ----------
+    system : DysonSystem (fully substituted) or NumericSystems
+    z_out : float
+        A point just outside the support near the edge.
+    dps : int
+    bracket : (float, float), optional
+        The edge must lie in this interval (with a margin of one bracket
+        width) or the result is refused.
+    fallback : bool
+        When Newton's method in double precision or the chord steps fail,
+        fall back to Newton with a finite-difference Jacobian at twice the
+        working precision (slow); otherwise raise at once.
+
+    Returns
+    -------
+    mpf
+        The edge, at ``dps`` plus guard digits; it is returned only when the
+        fold residual is below ``10^-(work - 5)`` and a second refinement with
+        10 more digits moves it by less than ``10^-dps`` (relative to
+        ``max(1, |edge|)``).
+
+    Raises
+    ------
+    ConvergenceError
+    """
+    systems = _systems(system)
+    fast = systems.fast
+    g, outs, conv, res = solve_fast(fast, np.array([complex(z_out, 1e-12 * (1 + abs(z_out)))]), raise_on_failure=False)
+    g = g[0].real
+    r = len(g)
+    _, _, jac = fast.phi(g[None, :].astype(complex), np.array([complex(z_out)]), np.array([0.0]), jacobian=True)
+    jr = np.eye(r) - jac[0].real
+    _, _, vh = np.linalg.svd(jr)
+    v = vh[-1]
+    c = v / np.dot(v, v)
+    work = dps + guard_digits(dps)
+    u0 = np.concatenate([g, [z_out], v])
+    u, jfast = _fold_newton_fast(fast, u0, r, c)
+    edges = []
+    for extra in (0, 10):
+        w = work + extra
+        unk = None
+        if u is not None:
+            ctx = context(w)
+            mpsys = systems.mp(ctx)
+            cq = [ctx.mpf(x) for x in c]
+            start = [ctx.mpf(x) for x in u] if not edges else [ctx.mpf(x) for x in edges[-1][1]]
+            try:
+                unk = _chord(ctx, mpsys, start, np.linalg.pinv(jfast, rcond=1e-10), r, cq, ctx.mpf(10) ** (-(w - 3)))
+            except (np.linalg.LinAlgError, ConvergenceError):
+                unk = None
+        if unk is None:
+            if not fallback:
+                raise ConvergenceError(f"Newton's method on the fold system did not converge from z = {z_out}",
+                                       point=z_out, dps=dps)
+            # the fallback: finite differences at twice the precision
+            ctx = context(2 * w)
+            mpsys = MPSystem(systems.system, ctx)
+            cq = [ctx.mpf(x) for x in c]
+            start = [ctx.mpf(x) for x in (u if u is not None else u0)] if not edges else [ctx.mpf(x) for x in edges[-1][1]]
+            unk = _refine_mp(ctx, mpsys, start, r, cq, w)
+            if unk is None:
+                raise ConvergenceError(f"no support edge found near z = {z_out}", point=z_out, dps=dps)
+        fres = max(abs(x) for x in _fold_residual(mpsys, unk, r, cq))
+        if fres > ctx.mpf(10) ** (-(w - 5)):
+            raise ConvergenceError(f"edge residual {ctx.nstr(fres, 5)} too large near z = {z_out}", point=z_out,
+                                   residual=fres, dps=dps)
+        edges.append((unk[r], unk))
+    edge, edge2 = edges[0][0], edges[1][0]
+    change = abs(edge2 - edge)
+    if change > context(work + 10).mpf(10) ** (-dps) * max(1, abs(edge2)):
+        raise ConvergenceError(
+            f"the edge near z = {z_out} is not stable under a precision increase (change {float(change):.3g})",
+            point=z_out, residual=change, dps=dps)
     if bracket is not None:
         lo, hi = sorted(bracket)
         width = hi - lo
         if not (lo - width <= float(edge) <= hi + width):
             raise ConvergenceError(
-                f"the edge search from z = {z_out} converged to {ctx.nstr(edge, 10)}, outside its bracket "
+                f"the edge search from z = {z_out} converged to {float(edge):.10g}, outside its bracket "
                 f"[{lo}, {hi}]",
                 point=z_out,
                 dps=dps,
             )
-    fres = max(abs(x) for x in _fold_residual(mpsys, unk, r, cq))
-    if fres > ctx.mpf(10) ** (-(work - 2)):
-        raise ConvergenceError(f"edge residual {ctx.nstr(fres, 5)} too large near z = {z_out}", point=z_out, residual=fres, dps=dps)
-    return edge
+    return context(work).mpf(edge)
 
 
 def atom_mass(system, z0, dps, output=0):
@@ -211,6 +342,454 @@ def atom_mass(system, z0, dps, output=0):
     )
 
 
+def _newton(mpsys, g, z, tol, maxiter=30):
+    """Newton's method on the Dyson system at ``z`` (``eps = 0``) in the context of ``mpsys``.
+
+    As :func:`~freeprob.solve.newton.newton_mp` (the same relative residual,
+    ``max |g - Phi(g)| / max(1, |g|)``), with the linear step solved in
+    python-flint (an approximate LU on ball midpoints; the residual decides),
+    which is far cheaper than mpmath's LU for twenty unknowns.
+    Returns ``(g, outputs, residual, iterations)``.
+    """
+    import flint
+
+    ctx = mpsys.ctx
+    r = mpsys.r
+    res = ctx.inf
+    outs = None
+    history = []
+    for it in range(1, maxiter + 1):
+        phi, outs, jac = mpsys.phi(g, z, 0, jacobian=True)
+        resid = [g[k] - phi[k] for k in range(r)]
+        gnorm = max([abs(x) for x in g] + [ctx.mpf(1)])
+        res = max([abs(x) for x in resid] + [ctx.mpf(0)]) / gnorm
+        if res < tol:
+            return g, outs, res, it
+        history.append(res)
+        if len(history) >= 5 and not history[-1] < history[-3] / 100:
+            break  # not converging (quadratically or fast linearly): give up early
+        with flint_precision(ctx.prec + 20):
+            a = flint.acb_mat([[flint.acb((1 if i == j else 0) - jac[i][j]) for j in range(r)] for i in range(r)])
+            try:
+                d = a.solve(flint.acb_mat([[flint.acb(x)] for x in resid]), algorithm="approx")
+            except ZeroDivisionError:
+                break
+            step = [ctx.make_mpc((d[k, 0].real.mid()._mpf_, d[k, 0].imag.mid()._mpf_)) for k in range(r)]
+        # damped: halve the step while the residual grows (the basin is narrow where
+        # some unknowns are large and nearly undetermined)
+        lam = 1
+        for _ in range(6):
+            trial = [g[k] - lam * step[k] for k in range(r)]
+            phi_t, _, _ = mpsys.phi(trial, z, 0)
+            tnorm = max([abs(x) for x in trial] + [ctx.mpf(1)])
+            if max(abs(trial[k] - phi_t[k]) for k in range(r)) / tnorm < res:
+                break
+            lam /= 2
+        g = trial
+    phi, outs, _ = mpsys.phi(g, z, 0)
+    gnorm = max([abs(x) for x in g] + [ctx.mpf(1)])
+    res = max([abs(g[k] - phi[k]) for k in range(r)] + [ctx.mpf(0)]) / gnorm
+    return g, outs, res, maxiter
+
+
+def _three_point(xs, vs, xn, last):
+    """Predict ``v(xn)`` from three values of ``v(x) = b + a e^(alpha x)`` at ``xs`` (decreasing).
+
+    ``alpha`` from :func:`_exponent`; a sequence that is not of that form (or
+    not yet) is continued by its two-point power law. ``last`` is the latest
+    value.
+    """
+    x0, x1, x2 = xs
+    v0, v1, v2 = vs
+    al = _exponent(xs, vs)
+    if al is None or al == 0:
+        return _power_step(last, v1, (xn - x2) / (x2 - x1)) if v1 else last
+    a = (v2 - v1) / (np.exp(al * x2) - np.exp(al * x1))
+    return last + a * (np.exp(al * xn) - np.exp(al * x2))
+
+
+def _exponent(xs, vs):
+    """``alpha`` of ``v(x) = b + a e^(alpha x)`` through three points (bisection on [-4, 4]); None if none fits."""
+    x0, x1, x2 = xs
+    v0, v1, v2 = vs
+    d1, d2 = v1 - v0, v2 - v1
+    if d1 == 0 or d2 == 0 or (d1 > 0) != (d2 > 0):
+        return None
+
+    def f(al):
+        e0, e1 = np.exp(al * (x0 - x2)), np.exp(al * (x1 - x2))
+        return (1.0 - e1) / (e1 - e0) - d2 / d1
+
+    lo, hi = -4.0, 4.0
+    with np.errstate(all="ignore"):
+        if not f(lo) * f(hi) < 0:
+            return None
+        for _ in range(60):
+            mid = (lo + hi) / 2 or 1e-9
+            if f(lo) * f(mid) <= 0:
+                hi = mid
+            else:
+                lo = mid
+    return (lo + hi) / 2
+
+
+def _power_step(a, b, q):
+    """``a (a/b)^q``: the next value of a real sequence that follows a power law (``a`` when the signs differ)."""
+    if a == 0 or b == 0 or (a > 0) != (b > 0):
+        return a
+    return a * (a / b) ** q
+
+
+class _AxisPath:
+    """Verified solutions of the Dyson system at ``z = z0 + i t`` for decreasing ``t`` (system variable).
+
+    Double precision down to ``1e-6`` of ``scale``, then Newton in mpmath from
+    a componentwise power-law predictor (the solution behaves like a power of
+    ``t`` as ``t -> 0``), with steps in ``log t`` that double after an easy
+    solve and halve after a failed one. The working precision carries twice
+    the decades of ``t`` below ``scale``, as the system's condition number
+    grows like ``(scale/t)^2``.
+    """
+
+    def __init__(self, systems, z0, dps, scale):
+        self.systems = systems
+        self.z0 = float(z0)
+        self.dps = dps
+        self.scale = float(scale)
+        self.points = []  # (t as mpf, g, outputs, working digits)
+        self.delta = 1.0
+        self.extra = 0  # digits added after a failure that more precision cured
+        self.stuck = False  # Newton's method stopped converging (steps below 1/16 decade)
+        self.last_residual = None
+
+    def work(self, t):
+        decades = max(0.0, float(np.log10(self.scale / float(t)))) if float(t) > 0 else 0.0
+        w = self.dps + guard_digits(self.dps) + int(2 * decades) + 10 + self.extra
+        return 10 * ((w + 9) // 10)  # a few precision levels, so their numeric systems are reused
+
+    def start(self):
+        """Double precision from ``t = scale``: Newton's method along the path while it converges
+        within 6 iterations to a relative residual of ``1e-10`` (down to ``1e-5`` of the scale)."""
+        fast = self.systems.fast
+        ts = self.scale * np.array([1.0, 10 ** -0.5])
+        g, outs, conv, res = solve_fast(fast, self.z0 + 1j * ts, raise_on_failure=False)
+        if not conv.all():
+            raise ConvergenceError(
+                f"no verified solution on the imaginary axis above z = {self.z0} (double-precision residual "
+                f"{max(res):.3g} at t = {ts[np.argmax(res)]:.3g})", point=self.z0, residual=float(max(res)),
+                dps=self.dps)
+        pts = [(ts[0], g[0], outs[0]), (ts[1], g[1], outs[1])]
+        delta = 0.5
+        while pts[-1][0] > 1e-5 * self.scale and delta >= 1 / 16:
+            (t0, g0, _), (t1, g1, _) = pts[-2], pts[-1]
+            t_new = max(t1 * 10.0 ** (-delta), 1e-5 * self.scale)
+            q = np.log(t_new / t1) / np.log(t1 / t0)
+            pred = np.array([complex(_power_step(a.real, b.real, q), _power_step(a.imag, b.imag, q))
+                             for a, b in zip(g1, g0)])
+            z = np.array([complex(self.z0, t_new)])
+            gn, ok, _, on = _newton_fast(fast, pred[None, :], z, np.zeros(1), maxiter=6, tol=1e-10)
+            if ok[0] and on[0, 0].imag <= 1e-8 * abs(on[0, 0]) and np.isfinite(gn).all():
+                pts.append((t_new, gn[0], on[0]))
+                delta = min(2 * delta, 2.0)
+            else:
+                delta /= 2
+        ctx = context(self.work(pts[-1][0]))
+        for t, gk, ok in pts:
+            self.points.append((ctx.mpf(float(t)), [ctx.mpc(x) for x in gk], [ctx.mpc(x) for x in ok], None))
+        return self
+
+    @property
+    def t(self):
+        return self.points[-1][0]
+
+    def solve(self, t_new, pred, extra=0):
+        """Newton at ``z0 + i t_new`` from ``pred``; ``(g, outputs, iterations, ctx)`` or None."""
+        ctx = context(self.work(t_new) + extra)
+        mpsys = self.systems.mp(ctx)
+        t_new = ctx.mpf(t_new)
+        # relative residual: the working digits beyond dps + guard absorb the
+        # condition number, which grows like (scale/t)^2
+        tol = ctx.mpf(10) ** (-(self.dps + guard_digits(self.dps) + 5))
+        try:
+            g, outs, res, it = _newton(mpsys, [ctx.mpc(x) for x in pred], ctx.mpc(self.z0, t_new), tol, maxiter=12)
+        except ConvergenceError:  # a singular matrix on the way
+            return None
+        if not res < tol:
+            self.last_residual = res
+            return None
+        if outs[0].imag > ctx.mpf(10) ** (-self.dps) * abs(outs[0]):
+            return None  # wrong half-plane: a wrong branch
+        return g, outs, it, ctx
+
+    def advance(self, t_new):
+        """One step to ``t_new`` (below the last ``t``); the Newton iterations it took, or None."""
+        t2, g2, _, _ = self.points[-1]
+        # three points about a decade apart each (not the last, possibly tiny, steps)
+        t1, g1, _, _ = next((p for p in reversed(self.points[:-1]) if float(p[0]) >= 3 * float(t2)), self.points[0])
+        t0, g0, _, _ = next((p for p in reversed(self.points[:-1]) if float(p[0]) >= 3 * float(t1)), self.points[0])
+        xs = [float(np.log(float(t))) for t in (t0, t1, t2)]
+        xn = float(np.log(float(t_new)))
+        pred = []
+        for a, b, c in zip(g0, g1, g2):
+            parts = [_three_point(xs, (float(u), float(v), float(w)), xn, w) for u, v, w in
+                     ((a.real, b.real, c.real), (a.imag, b.imag, c.imag))]
+            pred.append(type(c)(*parts))
+        out = self.solve(t_new, pred)
+        if out is None:
+            return None
+        g, outs, it, ctx = out
+        self.points.append((ctx.mpf(t_new), g, outs, ctx.dps))
+        return it
+
+    def descend(self, t_target, stop=None):
+        """Continue down to ``t_target``; True when ``stop()`` held on the way."""
+        while float(self.t) > float(t_target) * (1 + 1e-12):
+            t_new = max(float(t_target), float(self.t) * 10.0 ** (-self.delta))
+            self.last_residual = None
+            it = self.advance(t_new)
+            if it is None and self.delta <= 0.5 and self.extra < 60 and self.last_residual is not None \
+                    and self.last_residual < 1e-12:
+                # a condition number beyond (scale/t)^2 (a branch point at z0): more digits first
+                self.extra += 20
+                it = self.advance(t_new)
+                if it is None:
+                    self.extra -= 20
+            if it is None:
+                self.delta /= 2
+                if self.delta < 1 / 16:
+                    self.stuck = True
+                    return False
+                continue
+            if it <= 6:
+                self.delta = min(2 * self.delta, 8.0)
+            if stop is not None and stop():
+                return True
+        return False
+
+    def extrapolate(self, k=8):
+        """Richardson (Neville) extrapolation of the mass to ``t = 0`` from the last mpmath points.
+
+        ``M(t) = m + c t^beta + ...``: ``beta`` is read off the last three
+        points about a decade apart (:func:`_three_point`'s fit), and the
+        expansion is taken in powers of ``s = t^beta``. Returns ``(estimate,
+        change)``, the change being the difference between the extrapolants
+        from the last ``k`` and ``k - 1`` points, or None with too few points.
+        """
+        pts = [p for p in self.points if p[3] is not None]
+        if len(pts) < 5:
+            return None
+        t2 = pts[-1]
+        t1 = next((p for p in reversed(pts[:-1]) if float(p[0]) >= 3 * float(t2[0])), None)
+        t0 = next((p for p in reversed(pts[:-1]) if t1 is not None and float(p[0]) >= 3 * float(t1[0])), None)
+        if t0 is None:
+            return None
+        xs = [float(np.log(float(p[0]))) for p in (t0, t1, t2)]
+        vs = [float(self.mass(p)) for p in (t0, t1, t2)]
+        beta = _exponent(xs, vs)
+        if beta is None or not beta > 0.05:
+            return None
+        # the exponents of an algebraic function's expansion are rationals with
+        # small denominators: use the nearest one (and nothing if none is near)
+        frac = min((Fraction(round(beta * q), q) for q in range(1, 13)), key=lambda f: abs(float(f) - beta))
+        if abs(float(frac) - beta) > 0.02 or frac <= 0:
+            return None
+        ctx = context(self.dps + guard_digits(self.dps))
+        use = pts[-k:]
+        ss = [ctx.mpf(p[0]) ** (ctx.mpf(frac.numerator) / frac.denominator) for p in use]
+        ms = [ctx.mpf(self.mass(p)) for p in use]
+
+        def neville(s_, m_):
+            table = list(m_)
+            n = len(s_)
+            for level in range(1, n):
+                table = [(s_[i + level] * table[i] - s_[i] * table[i + 1]) / (s_[i + level] - s_[i])
+                         for i in range(n - level)]
+            return table[0]
+
+        # extrapolants from the last 3, 4, ... points: the last three must agree
+        ests = [neville(ss[-j:], ms[-j:]) for j in range(3, len(ss) + 1)]
+        if len(ests) < 3:
+            return None
+        return ests[-1], max(abs(ests[-1] - ests[-2]), abs(ests[-1] - ests[-3]))
+
+    def mass(self, point=None):
+        """``Re(i t G_u(z0 + i t))`` at the last (or the given) point."""
+        t, _, outs, _ = point or self.points[-1]
+        return -t * outs[0].imag
+
+    def recheck(self):
+        """The last point solved again with 10 more digits; its mass."""
+        t, g, outs, _ = self.points[-1]
+        out = self.solve(t, g, extra=10)
+        if out is None:
+            raise ConvergenceError(f"the solution at z = {self.z0} + i {float(t):.3g} is not stable under a precision "
+                                   f"increase", point=complex(self.z0, float(t)), dps=self.dps)
+        g2, outs2, _, ctx = out
+        return self.mass((ctx.mpf(t), g2, outs2, ctx.dps))
+
+
+def atom_at(system, kind, x0, dps, lower=0, scale=1.0, hard_edge=False):
+    """The mass at ``x0`` to ``dps`` digits, given an exact lower bound ``lower`` of it.
+
+    ``M(y) = Re(iy G(x0 + iy))`` (for squared singular values at 0,
+    ``-y G(-y)``, which is ``Re(i t G_u(i t))`` at ``t = sqrt(y)`` in the
+    system variable) decreases to the mass as ``y -> 0``: each verified value
+    is an upper bound. The Dyson solution is continued down the imaginary
+    direction (:class:`_AxisPath`) until
+
+    * ``M - lower < 10^-(dps+1)``: the value is solved again with 10 more
+      digits, and the mass lies in ``[lower, lower + 10^-(dps+1))``; or
+    * the Richardson extrapolation of ``M`` to ``y = 0`` in powers of
+      ``y^beta`` (``beta`` read off the values, :meth:`_AxisPath.extrapolate`)
+      settles to ``10^-(dps+1)`` (where the density is singular at ``x0``,
+      ``M - mass`` decays like a fractional power and the bound alone would
+      need ``y`` far below ``10^-dps``). The estimate must lie between
+      ``lower`` and the last upper bound.
+
+    Parameters
+    ----------
+    system : DysonSystem or NumericSystems
+    kind : {"eigenvalues", "squared-singular-values"}
+    x0 : float
+        The candidate (the user's variable).
+    dps : int
+    lower : number
+        A lower bound of the mass (for instance ``1 - rank/rows`` at 0);
+        ``0`` when none is known.
+    scale : float
+        The law's scale (a bound of ``|x|`` on its support).
+    hard_edge : bool
+        Also verify that absolutely continuous mass reaches ``x0`` (see
+        :func:`hard_edge_at`).
+
+    Returns
+    -------
+    (mpf, str)
+        The mass and how it was settled: ``"bound"`` (it is ``lower``, the two
+        bounds agree), ``"extrapolated-bound"`` (the extrapolated value agrees
+        with ``lower`` to ``10^-(dps+1)``; the mass is ``lower``) or
+        ``"extrapolated"`` (the extrapolated value, above ``lower``).
+
+    Raises
+    ------
+    ConvergenceError
+        With the bounds and the last extrapolants, when neither settles, a
+        value is not stable under a precision increase, or the upper bound
+        falls below ``lower``.
+    """
+    systems = _systems(system)
+    ssv = kind == "squared-singular-values"
+    if ssv and float(x0) != 0:
+        return atom_mass(systems.system, float(np.sqrt(float(x0))), dps), "extrapolated"
+    ctx = context(dps + guard_digits(dps))
+    low = to_mpf(ctx, lower)
+    scale = float(scale)
+    z0 = 0.0 if ssv else float(x0)
+    zscale = float(np.sqrt(scale)) if ssv else scale
+    path = _AxisPath(systems, z0, dps, zscale).start()
+    tol = ctx.mpf(10) ** (-(dps + 1))
+    decades = 3 * dps + 20
+    t_min = max(zscale * 10.0 ** (-(decades / 2 if ssv else decades)), 1e-300)
+    state = {}
+
+    def settled():
+        if path.mass() - low < tol:
+            state["how"] = "bound"
+            return True
+        ext = path.extrapolate()
+        if ext is not None and ext[1] < tol:
+            state["how"], state["value"] = "extrapolated", ext[0]
+            return True
+        return False
+
+    path.descend(t_min, stop=settled)
+    upper = path.mass()
+    if upper < low - ctx.mpf(10) ** (-dps):
+        raise ConvergenceError(
+            f"the mass at {x0} is at most {ctx.nstr(upper, 12)} (the solve at y = {float(path.t):.3g}), below its "
+            f"lower bound {ctx.nstr(low, 12)} from the ranks of the expression", point=x0, dps=dps)
+    how = state.get("how")
+    if how is None:
+        ext = path.extrapolate()
+        raise ConvergenceError(
+            f"the mass at {x0} was not settled: it lies in [{ctx.nstr(low, 12)}, {ctx.nstr(upper, 12)}] (lower bound "
+            f"from the ranks, upper bound from the solve at y = {float(path.t):.3g}); extrapolation "
+            + ("had too few points" if ext is None else f"gave {ctx.nstr(ext[0], 12)} +- {ctx.nstr(ext[1], 3)}"),
+            point=x0, dps=dps)
+    if how == "bound":
+        again = path.recheck()
+        if abs(again - upper) > tol or again - low >= tol:
+            raise ConvergenceError(
+                f"the bound on the mass at {x0} is not stable under a precision increase ({ctx.nstr(upper, 12)} vs "
+                f"{ctx.nstr(again, 12)})", point=x0, dps=dps)
+        mass = low
+    else:
+        value = state["value"]
+        if not (low - tol <= value <= upper + tol):
+            raise ConvergenceError(
+                f"the extrapolated mass {ctx.nstr(value, 12)} at {x0} lies outside [{ctx.nstr(low, 12)}, "
+                f"{ctx.nstr(upper, 12)}], its bounds from the ranks and from the solve at y = {float(path.t):.3g}",
+                point=x0, dps=dps)
+        how, mass = ("extrapolated-bound", low) if abs(value - low) < tol else ("extrapolated", ctx.mpf(value))
+    if hard_edge:
+        eps = ctx.mpf(10) ** (-dps) * scale
+
+        def reaches():
+            # the last value bounds the mass from above; an earlier one that
+            # exceeds it by more than a law without mass near x0 allows proves it
+            top = path.mass()
+            for p in path.points:
+                if p[3] is not None:
+                    t = ctx.mpf(p[0])
+                    if path.mass(p) - top > (t * t / eps if ssv else (t / eps) ** 2):
+                        return True
+            return False
+
+        if not reaches():
+            path.descend(t_min, stop=reaches)
+            if not reaches() and path.stuck:
+                raise ConvergenceError(
+                    f"a hard edge at {x0} could not be verified to {dps} digits: the Dyson solution could not be "
+                    f"continued below y = {float(path.t):.3g} (the absolutely continuous part of M(y) = "
+                    f"Re(iy G(x0 + iy)) is {ctx.nstr(path.mass() - mass, 5)} there)", point=x0, dps=dps)
+            if not reaches():
+                raise ConvergenceError(
+                    f"no hard edge at {x0}: down to y = {float(path.t):.3g} the absolutely continuous part of "
+                    f"M(y) = Re(iy G(x0 + iy)), {ctx.nstr(path.mass() - mass, 5)}, stays within the bound of a law "
+                    f"without mass in (x0 - {float(eps):.3g}, x0 + {float(eps):.3g}); the support ends at a soft edge "
+                    f"near {x0}", point=x0, dps=dps)
+    return mass, how
+
+
+def hard_edge_at(system, kind, x0, dps, lower=0, scale=1.0):
+    """Verify that absolutely continuous mass reaches ``x0``: the support ends there to ``10^-dps`` of ``scale``.
+
+    With ``eps = 10^-dps scale`` (user variable), a law with no absolutely
+    continuous mass in ``(x0 - eps, x0 + eps)`` has
+    ``M(y) - mass <= y^2/eps^2`` (eigenvalues; for squared singular values at
+    0, ``M - mass <= y/eps`` in ``y = t^2``). The mass is settled first
+    (:func:`atom_at`, so ``mass < m + 10^-(dps+1)`` for the value ``m``
+    found), then the solution is continued down the imaginary direction until
+    a verified ``M(y)`` exceeds ``m + 10^-(dps+1)`` plus that bound: then
+    absolutely continuous mass lies within ``eps`` of ``x0``, and a support
+    interval whose bracket contains ``x0`` ends at ``x0`` to ``dps`` digits of
+    the scale. At a hard edge (density ``~ |x - x0|^-gamma``) ``M - mass``
+    decays like a fractional power, far slower than the bound.
+
+    Returns
+    -------
+    (mpf, str)
+        The mass at ``x0`` and how it was settled, as :func:`atom_at`.
+
+    Raises
+    ------
+    ConvergenceError
+        With the numbers, when the criterion is not met down to
+        ``y = 10^-(3 dps + 20)`` of the scale (a soft edge close to ``x0``).
+    """
+    return atom_at(system, kind, x0, dps, lower, scale, hard_edge=True)
+
+
 # --------------------------------------------------------------------------
 # double-precision brackets from a density callable
 # --------------------------------------------------------------------------
@@ -231,15 +810,19 @@ def probe_range(density, kind, what="the law"):
     return (0.0, r) if kind == "squared-singular-values" else (-r, r)
 
 
-def support_grid(density, kind, grid, range_, what="the law", max_widenings=12):
+def support_grid(density, kind, grid, range_, what="the law", max_widenings=12, geometric=True):
     """A density grid ``(xs, d, threshold, positive)`` on ``range_``, widened until its ends lie outside the support.
 
     A finite number of moments or probes can underestimate an edge, so the
-    range is doubled while the density is still positive at an end.
+    range is doubled while the density is still positive at an end. For
+    squared singular values, ``geometric`` adds 24 points between ``1e-6`` of
+    the range and its first cell.
     """
     lo, hi = range_
     for _ in range(max_widenings):
-        if kind == "squared-singular-values":
+        if kind == "squared-singular-values" and not geometric:
+            xs = np.linspace(hi / grid, hi, grid)
+        elif kind == "squared-singular-values":
             # geometric points below the first cell: a soft edge or a gap
             # close to the atom at 0 is not merged with it
             xs = np.concatenate([np.geomspace(hi * 1e-6, hi / grid, 25)[:-1], np.linspace(hi / grid, hi, grid)])
@@ -322,23 +905,81 @@ def support_by_density(density, kind, grid=2001, rel=1e-6, what="the law"):
     return tuple(out)
 
 
-def support_by_folds(system, density, kind, range_, grid, dps, what="the law"):
-    """Support intervals with edges to ``dps`` digits: brackets on a ``density`` grid over ``range_``,
-    each refined by :func:`refine_edge` on the fold system; a hard edge at 0 is exactly 0."""
+def support_by_folds(system, density, kind, range_, grid, dps, what="the law", hard_edge=None):
+    """Support intervals with edges to ``dps`` digits.
+
+    Brackets come from a ``density`` grid of ``grid`` points over the part
+    of ``range_`` where a first pass of ``grid/4`` points saw the support
+    (the ends of the range are widened while the density is positive there);
+    each soft edge is refined by :func:`refine_edge` on
+    the fold system. An end whose bracket contains 0 and towards which the
+    density grows (for squared singular values: a run that reaches the first,
+    geometric, grid points) is a hard edge candidate: ``hard_edge(0)`` must
+    verify it (see :func:`hard_edge_at`; it raises otherwise), and the edge is
+    then exactly 0.
+
+    Parameters
+    ----------
+    system : DysonSystem or NumericSystems
+    density : callable
+        Vectorized double-precision density.
+    kind : {"eigenvalues", "squared-singular-values"}
+    range_ : (float, float)
+        Contains the support (widened while the density is positive at an end).
+    grid : int
+    dps : int
+    what : str
+    hard_edge : callable, optional
+        ``hard_edge(x0)`` verifies a hard edge at ``x0`` (raising
+        :class:`ConvergenceError` when it cannot); without it a hard edge
+        candidate is an error.
+
+    Returns
+    -------
+    list of (mpf, mpf)
+    """
+    systems = _systems(system)
+    # a coarse pass finds the extent of the support, a second one over it the brackets
+    xs, d, thr, pos = support_grid(density, kind, max(64, grid // 4), range_, what, geometric=False)
+    if pos.any():
+        idx = np.nonzero(pos)[0]
+        a, b = xs[max(idx[0] - 1, 0)], xs[min(idx[-1] + 1, len(xs) - 1)]
+        range_ = (0.0 if kind != "eigenvalues" else a, b)
     xs, d, thr, pos = support_grid(density, kind, grid, range_, what)
     ctx = context(dps + guard_digits(dps))
 
     def edge(x_out, x_in):
-        # shrink the grid bracket in double precision first, so that Newton
-        # on the fold system starts well inside its basin
-        near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
-        e = ctx.mpf(refine_edge(system, _z_of(kind, near), dps, bracket=(_z_of(kind, x_out), _z_of(kind, x_in))))
+        bracket = (_z_of(kind, x_out), _z_of(kind, x_in))
+        try:
+            # Newton on the fold system straight from the grid point outside
+            e = refine_edge(systems, _z_of(kind, x_out), dps, bracket=bracket, fallback=False)
+        except ConvergenceError:
+            # shrink the grid bracket in double precision first, so that Newton
+            # starts well inside its basin
+            near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
+            e = refine_edge(systems, _z_of(kind, near), dps, bracket=bracket)
+        e = ctx.mpf(e)
         return e if kind == "eigenvalues" else e * e
+
+    def hard(x0):
+        if hard_edge is None:
+            raise ConvergenceError(f"the density of {what} grows towards {x0}: a hard edge there is not verified")
+        hard_edge(x0)
+        return ctx.mpf(x0)
 
     out = []
     for i0, i1, hard_zero in support_runs(xs, d, pos, kind, what):
-        left = ctx.mpf(0) if hard_zero else edge(xs[i0 - 1], xs[i0])
-        out.append((left, edge(xs[i1 + 1], xs[i1])))
+        if hard_zero:
+            left = hard(0)
+        elif kind == "eigenvalues" and xs[i0 - 1] <= 0 <= xs[i0] and i1 > i0 and d[i0] > d[i0 + 1]:
+            left = hard(0)
+        else:
+            left = edge(xs[i0 - 1], xs[i0])
+        if kind == "eigenvalues" and xs[i1] <= 0 <= xs[i1 + 1] and i1 > i0 and d[i1] > d[i1 - 1]:
+            right = hard(0)
+        else:
+            right = edge(xs[i1 + 1], xs[i1])
+        out.append((left, right))
     return out
 
 
