@@ -151,3 +151,14 @@ def test_detection_of_patterns():
     n = sympy.Symbol("n", positive=True)
     structure, why = head_structure(fp.wigner("A", n) + fp.wigner("B", n) @ fp.wigner("B", n))
     assert structure is None and "not a copy" in why
+
+
+def test_support_and_atoms_of_the_quotient_equal_the_full_system():
+    """Edges are refined on the quotient's fold system (its chord steps may stall; the fallback must finish)."""
+    quotient, full = _laws(4, "mha", d_h=sympy.Rational(1, 8), d_v=sympy.Rational(1, 8))
+    assert quotient.reduction.structure is not None
+    sq, sf = quotient.support(dps=20), full.support(dps=20)
+    assert len(sq) == len(sf)
+    for (a, b), (c, d) in zip(sq, sf):
+        assert abs(a - c) <= mpmath.mpf(10) ** -20 * max(1, abs(c))
+        assert abs(b - d) <= mpmath.mpf(10) ** -20 * max(1, abs(d))

@@ -241,6 +241,8 @@ def refine_edge(system, z_out, dps, bracket=None, fallback=True):
                 unk = _chord(ctx, mpsys, start, np.linalg.pinv(jfast, rcond=1e-10), r, cq, ctx.mpf(10) ** (-(w - 3)))
             except (np.linalg.LinAlgError, ConvergenceError):
                 unk = None
+            if unk is not None and max(abs(x) for x in _fold_residual(mpsys, unk, r, cq)) > ctx.mpf(10) ** (-(w - 5)):
+                unk = None  # the chord steps stalled (seen on quotient systems): use the fallback
         if unk is None:
             if not fallback:
                 raise ConvergenceError(f"Newton's method on the fold system did not converge from z = {z_out}",
