@@ -509,11 +509,18 @@ class SpectralLaw:
         seconds (systems of at most :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns).
         """
         dps = check_dps(dps or 15)
-        return self._closed_or_dyson(
+        self.scale  # a scale that overflows double precision is refused before either route
+        out = self._closed_or_dyson(
             method,
             lambda data: polynomial_support(data, dps),
             lambda: list(self._cache.get(("support", dps, grid), lambda: tuple(self._support_dyson(dps, grid)))),
         )
+        if not out:
+            why = (f"; its scale bound {self.scale:.3g} overflows double precision in the solver: rescale the model"
+                   if self.scale > 1e15 else "")
+            raise ConvergenceError(f"no support interval of {self.name} could be verified (an empty support is "
+                                   f"never right for a random matrix model){why}")
+        return out
 
     def _support_dyson(self, dps, grid):
         s = self.scale

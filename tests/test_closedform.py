@@ -171,7 +171,9 @@ def test_result_says_what_was_kept_and_why():
 def test_budget_is_a_hard_deadline():
     """One resultant of the two-head attention model runs for minutes inside
     compiled code, past any cooperative check; the deadline stops it anyway."""
-    law = law_of("attention-mha-h2")
+    model = find_model("attention-mha-h2")
+    # the full two-head system (the symmetry quotient's is another system)
+    law = fp.SpectralLaw(model.expr, model.law_kind, model.ratios, model.params, symmetry=False)
     with pytest.raises(EliminationError, match="deadline"):
         cauchy_polynomial(law, budget_seconds=2)
 

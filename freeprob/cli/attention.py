@@ -242,8 +242,8 @@ def add_attention_parsers(subparsers):
     >>> buf = io.StringIO()
     >>> args.func(args, buf)
     0
-    >>> print(buf.getvalue().splitlines()[4])
-    name = "attention-mqa-h2"
+    >>> [line for line in buf.getvalue().splitlines() if line.startswith("name =")]
+    ['name = "attention-mqa-h2"']
     """
     p = subparsers.add_parser(
         "attention", help="multi-head attention: emit the Gaussian-equivalent model, check it, compare patterns",
