@@ -6,7 +6,8 @@ import mpmath
 import pytest
 
 import freeprob as fp
-from freeprob.solve.newton import PointSolution, solve_point
+from freeprob._precision import context
+from freeprob.solve.newton import PointSolution, newton_mp, solve_point
 from freeprob.solve.numeric import NumericSystems
 
 
@@ -82,6 +83,29 @@ def test_solve_point_raises_at_an_atom():
     with pytest.raises(fp.ConvergenceError) as info:
         solve_point(law.numeric_system, 0, 30, on_axis=True)
     assert info.value.dps == 30
+
+
+def test_newton_step_solves_its_linear_system():
+    """The Newton step solved in flint (at the working precision) against the
+    Jacobian of MPSystem.phi multiplied out in mpmath."""
+    law = fp.attention_law(2, "mha", 1)
+    systems = NumericSystems(law.numeric_system)
+    ctx = context(60)
+    mpsys = systems.mp(ctx)
+    z = ctx.mpc("0.8", "0.01")
+    g = [ctx.mpc(x) * (1 + ctx.mpf("1e-3")) for x in solve_point(systems, z, 30).g]  # a start off the solution
+    phi, outs, res, delta = mpsys.newton_step(g, z, 0)
+    phi2, outs2, jac = mpsys.phi(g, z, 0, jacobian=True)
+    assert phi == phi2 and outs == outs2 and res == mpsys.residual(g, phi) > ctx.mpf(10) ** -6
+    r = mpsys.r
+    lhs = [delta[i] - ctx.fsum(jac[i][j] * delta[j] for j in range(r)) for i in range(r)]
+    scale = max(abs(x) for x in delta)
+    assert max(abs(lhs[i] - (g[i] - phi[i])) for i in range(r)) <= ctx.mpf(10) ** -55 * scale
+    # the step converges quadratically (residual below 10 res^2), and at the solution no step is taken
+    g1 = [a - b for a, b in zip(g, delta)]
+    assert mpsys.newton_step(g1, z, 0)[2] < res ** 2 * 10
+    sol, _, res_sol, it = newton_mp(mpsys, g, z, 0, ctx.mpf(10) ** -55)
+    assert res_sol < ctx.mpf(10) ** -55 and mpsys.newton_step(sol, z, 0, ctx.mpf(10) ** -55)[3] is None
 
 
 def test_density_and_cauchy_match_the_separate_calls():

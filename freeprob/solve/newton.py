@@ -371,31 +371,24 @@ def _solve_paths(fast, z, eps, tol, depth, steps_per_decade):
 
 
 def newton_mp(mpsys, g, z, eps, tol, maxiter=60):
-    """Newton's method in the context of ``mpsys``; returns (g, outputs, residual, iterations)."""
-    ctx = mpsys.ctx
-    r = mpsys.r
+    """Newton's method in the context of ``mpsys``; returns (g, outputs, residual, iterations).
+
+    Each step is :meth:`~freeprob.solve.numeric.MPSystem.newton_step` (the
+    linear system solved in flint at the working precision). Stops when the
+    residual (:meth:`~freeprob.solve.numeric.MPSystem.residual`) is below
+    ``tol``, when ``I - dPhi`` is singular, or after ``maxiter`` steps; the
+    caller checks the residual returned.
+    """
     it = 0
-    res = ctx.inf
     for it in range(1, maxiter + 1):
-        phi, outs, jac = mpsys.phi(g, z, eps, jacobian=True)
-        resid = [g[k] - phi[k] for k in range(r)]
-        gnorm = max([abs(x) for x in g] + [ctx.mpf(1)])
-        res = max([abs(x) for x in resid] + [ctx.mpf(0)]) / gnorm
+        phi, outs, res, delta = mpsys.newton_step(g, z, eps, tol)
         if res < tol:
             return g, outs, res, it
-        a = ctx.matrix(r, r)
-        for i in range(r):
-            for j in range(r):
-                a[i, j] = (1 if i == j else 0) - jac[i][j]
-        try:
-            delta = ctx.lu_solve(a, ctx.matrix(resid))
-        except ZeroDivisionError:
+        if delta is None:
             break
-        g = [g[k] - delta[k] for k in range(r)]
+        g = [a - b for a, b in zip(g, delta)]
     phi, outs, _ = mpsys.phi(g, z, eps)
-    gnorm = max([abs(x) for x in g] + [ctx.mpf(1)])
-    res = max([abs(g[k] - phi[k]) for k in range(r)] + [ctx.mpf(0)]) / gnorm
-    return g, outs, res, it
+    return g, outs, mpsys.residual(g, phi), it
 
 
 def solve_mp(mpsys, z, g0, dps, eps=0):

@@ -174,12 +174,14 @@ def fast_system(system):
 class MPSystem:
     """A Dyson system at the precision of an mpmath context, for one point at a time.
 
-    The linear algebra runs in python-flint's ``acb_mat`` (ball arithmetic in
-    C, far faster than mpmath matrices) at the context's precision plus 20
-    bits, entered through ``flint.ctx.workprec`` so flint's own precision is
-    restored afterwards; numbers cross back to the mpmath context as the balls'
-    midpoints. A matrix that is singular within the working precision raises
-    :class:`~freeprob.ConvergenceError`.
+    The linear algebra (the inverses of the blocks, and the ``r x r`` system of
+    a Newton step, :meth:`newton_step`) runs in python-flint's ``acb_mat``
+    (ball arithmetic in C, far faster than mpmath matrices) at the context's
+    precision plus 20 bits, entered through
+    :func:`~freeprob._precision.flint_precision` (flint's precision is
+    process-wide: a lock holds it); numbers cross back to the mpmath context
+    as the balls' midpoints. A block that is singular within the working
+    precision raises :class:`~freeprob.ConvergenceError`.
     """
 
     def __init__(self, system, ctx):
@@ -208,45 +210,103 @@ class MPSystem:
     def _mpc(self, x):
         return self.ctx.make_mpc((x.real.mid()._mpf_, x.imag.mid()._mpf_))
 
-    def phi(self, g, z, eps, jacobian=False):
-        """``Phi(g)``, outputs and optionally the Jacobian, as lists of mpc."""
+    def _evaluate(self, g, z, eps, jacobian):
+        """``(gb, phi, fs, jac)`` as flint balls: the unknowns, ``Phi(g)``, the
+        inverses per space and the Jacobian's rows (or None). The caller holds
+        :func:`~freeprob._precision.flint_precision` at ``self.prec``."""
         import flint
 
         r = self.r
-        with flint_precision(self.prec):
-            gb = [flint.acb(self.ctx.mpc(x)) for x in g]
-            zb = flint.acb(self.ctx.mpc(z))
-            eb = flint.acb(0, flint.arb(self.ctx.mpf(eps)))
-            zero = flint.acb(0)
-            phi = [zero] * r
-            jac = [[zero] * r for _ in range(r)] if jacobian else None
-            fs = []
-            for k, u, base, terms, reads in self.spaces:
-                a = flint.acb_mat(base)
-                for i in range(k):
-                    a[i, i] += zb if u[i] else eb
-                for i, j, kk, c in terms:
-                    a[i, j] -= c * gb[kk]
-                try:
-                    f = a.inv()
-                except ZeroDivisionError:
-                    raise ConvergenceError(
-                        f"the Dyson matrix is singular within {self.ctx.dps} digits at z = {self.ctx.nstr(z, 15)}",
-                        point=z,
-                    ) from None
-                fs.append(f)
+        gb = [flint.acb(self.ctx.mpc(x)) for x in g]
+        zb = flint.acb(self.ctx.mpc(z))
+        eb = flint.acb(0, flint.arb(self.ctx.mpf(eps)))
+        zero = flint.acb(0)
+        phi = [zero] * r
+        jac = [[zero] * r for _ in range(r)] if jacobian else None
+        fs = []
+        for k, u, base, terms, reads in self.spaces:
+            a = flint.acb_mat(base)
+            for i in range(k):
+                a[i, i] += zb if u[i] else eb
+            for i, j, kk, c in terms:
+                a[i, j] -= c * gb[kk]
+            try:
+                f = a.inv()
+            except ZeroDivisionError:
+                raise ConvergenceError(
+                    f"the Dyson matrix is singular within {self.ctx.dps} digits at z = {self.ctx.nstr(z, 15)}",
+                    point=z,
+                ) from None
+            fs.append(f)
+            for kk, p, q in reads:
+                phi[kk] = f[p, q]
+            if jacobian:
                 for kk, p, q in reads:
-                    phi[kk] = f[p, q]
-                if jacobian:
-                    for kk, p, q in reads:
-                        row = jac[kk]
-                        for i, j, k2, c in terms:
-                            row[k2] += c * f[p, i] * f[j, q]
+                    row = jac[kk]
+                    for i, j, k2, c in terms:
+                        row[k2] += c * f[p, i] * f[j, q]
+        return gb, phi, fs, jac
+
+    def phi(self, g, z, eps, jacobian=False):
+        """``Phi(g)``, outputs and optionally the Jacobian, as lists of mpc."""
+        with flint_precision(self.prec):
+            _, phi, fs, jac = self._evaluate(g, z, eps, jacobian)
             outs = [self._mpc(fs[s][i, i]) for s, i in self.outputs]
             phi = [self._mpc(x) for x in phi]
             if jacobian:
                 jac = [[self._mpc(x) for x in row] for row in jac]
         return phi, outs, jac
+
+    def residual(self, g, phi):
+        """``max |g - Phi(g)| / max(1, max |g|)``, the measure Newton's method is stopped on (an mpf)."""
+        ctx = self.ctx
+        gnorm = max([abs(x) for x in g] + [ctx.mpf(1)])
+        return max([abs(a - b) for a, b in zip(g, phi)] + [ctx.mpf(0)]) / gnorm
+
+    def newton_step(self, g, z, eps, tol=None):
+        """One Newton step on ``g = Phi(g)``: ``(phi, outputs, residual, delta)``.
+
+        ``delta`` solves ``(I - dPhi) delta = g - Phi(g)`` (the next iterate is
+        ``g - delta``). The ``r x r`` system is solved by flint's
+        ``acb_mat.solve`` (LU on the balls' midpoints, ``algorithm="approx"``:
+        a Newton step needs no error bound, the residual of the next iterate
+        is what is checked) at the working precision, and crosses back as
+        midpoints. ``delta`` is None when ``residual < tol`` (no step needed)
+        or when ``I - dPhi`` is singular at the working precision.
+
+        Parameters
+        ----------
+        g : list of mpc
+        z : mpc
+        eps : mpf
+        tol : mpf, optional
+
+        Returns
+        -------
+        phi, outputs : list of mpc
+        residual : mpf
+            :meth:`residual` of ``g``.
+        delta : list of mpc or None
+        """
+        import flint
+
+        r = self.r
+        with flint_precision(self.prec):
+            gb, phi_b, fs, jac = self._evaluate(g, z, eps, True)
+            outs = [self._mpc(fs[s][i, i]) for s, i in self.outputs]
+            phi = [self._mpc(x) for x in phi_b]
+            res = self.residual(g, phi)
+            if tol is not None and res < tol:
+                return phi, outs, res, None
+            one = flint.acb(1)
+            a = flint.acb_mat([[(one if i == j else 0) - jac[i][j] for j in range(r)] for i in range(r)])
+            b = flint.acb_mat([[gb[k] - phi_b[k]] for k in range(r)])
+            try:
+                x = a.solve(b, algorithm="approx")
+            except ZeroDivisionError:
+                return phi, outs, res, None
+            delta = [self._mpc(x[k, 0]) for k in range(r)]
+        return phi, outs, res, delta
 
 
 def mp_system(system, ctx):
