@@ -220,6 +220,17 @@ def test_progress_ticks_once_per_configuration_and_stage():
     assert res.rows[0].atom == pytest.approx(0.75) and res.rows[1].atom == pytest.approx(0.5)
 
 
+def test_verified_digits_with_dps():
+    res = attention_sweep(heads=1, at="1", moments=1, grid=20, dps=20, workers=1)
+    row = res.rows[0]
+    law = attention_law(1, "mha", 1)
+    assert res.digits == {"support": 20, "moments": 20, "density": 20}
+    assert row.support == tuple((fp.fmt(a, 20), fp.fmt(b, 20)) for a, b in law.support(dps=20, method="dyson"))
+    assert row.density == (fp.fmt(law.density("1", dps=20), 20),)
+    # the verified upper edge and the double-precision one agree to the 6 digits the latter is given with
+    assert float(row.support[-1][1]) == pytest.approx(law.support_fast()[-1][1], rel=1e-6)
+
+
 def test_a_failing_configuration_is_named(monkeypatch):
     real = sweep_module.summarize_config
 
