@@ -203,7 +203,7 @@ def test_result_is_frozen_and_printable(serial):
 
 
 def test_local_processes_give_the_same_numbers(serial):
-    pooled = attention_sweep(**SMALL, workers=2)
+    pooled = attention_sweep(**SMALL, workers=8)  # at most one process per configuration
     assert pooled.timings["runner"] == "2 local processes"
     assert rows_numbers(pooled) == rows_numbers(serial)
 
@@ -212,11 +212,23 @@ def test_progress_ticks_once_per_configuration_and_stage():
     ticks = []
     res = attention_sweep(heads=1, width="1/4,1/2", moments=1, grid=40, workers=1,
                           progress=lambda *a: ticks.append(a))
+    assert res.timings["runner"] == "this process"
     assert res.over == "width" and [str(r.width) for r in res.rows] == ["1/4", "1/2"]
     assert [(stage, done, total) for stage, done, total, _ in ticks] == [
         ("laws", 1, 2), ("laws", 2, 2), ("grid", 1, 2), ("grid", 2, 2)]
     # W = 1/4 at H = 1: d_v = 1/4 < d_out, so the atom at 0 grows to 3/4
     assert res.rows[0].atom == pytest.approx(0.75) and res.rows[1].atom == pytest.approx(0.5)
+
+
+def test_verified_digits_with_dps():
+    res = attention_sweep(heads=1, at="1", moments=1, grid=20, dps=20, workers=1)
+    row = res.rows[0]
+    law = attention_law(1, "mha", 1)
+    assert res.digits == {"support": 20, "moments": 20, "density": 20}
+    assert row.support == tuple((fp.fmt(a, 20), fp.fmt(b, 20)) for a, b in law.support(dps=20, method="dyson"))
+    assert row.density == (fp.fmt(law.density("1", dps=20), 20),)
+    # the verified upper edge and the double-precision one agree to the 6 digits the latter is given with
+    assert float(row.support[-1][1]) == pytest.approx(law.support_fast()[-1][1], rel=1e-6)
 
 
 def test_a_failing_configuration_is_named(monkeypatch):

@@ -760,8 +760,9 @@ def sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDTH, l=
         Verified digits of the edges and point densities (default: double
         precision); moments are verified to ``dps`` or 15 digits.
     workers : int, optional
-        Local processes (default: one per configuration, at most the number
-        of cores); 1 runs every task in this process.
+        Local processes, at most one per configuration (default: as many as
+        there are configurations, at most the number of cores); 1 runs every
+        task in this process.
     scheduler : str, optional
         Address of a Dask scheduler (``"tcp://host:8786"``): the tasks run on
         its cluster instead (needs ``dask.distributed``: ``pip install
@@ -805,7 +806,7 @@ def sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDTH, l=
         raise DomainError("workers= is for local processes; with a Dask scheduler its cluster decides")
     n = len(plan.configs)
     if scheduler is None:
-        workers = min(n, os.cpu_count() or 1) if workers is None else positive_int("workers", workers)
+        workers = min(n, os.cpu_count() or 1) if workers is None else min(n, positive_int("workers", workers))
         where = "this process" if workers == 1 else f"{workers} local processes"
     else:
         if not isinstance(scheduler, str) or not scheduler.strip():
