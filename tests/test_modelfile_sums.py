@@ -205,7 +205,9 @@ def _base(**changes):
 
 BAD = [
     # (what changes, the piece the message must name)
-    ({"expression": "X[h] @ X[h].T"}, r"the index 'h' is not defined here.*inside its sum"),
+    ({"expression": "X[h] @ X[h].T"}, r"the name 'h' is not defined here.*an index exists only inside its sum"),
+    ({"expression": "sum(h, 1, N, X[h] @ X[h].T)"}, r"the name 'N' is not defined here: subscripts and bounds use "
+                                                    r"integers, \[indices\] constants"),
     ({"expression": "sum(h, 1, H, R[h] @ R[h].T)"}, r"unknown indexed family 'R'.*\[matrices.R\]"),
     ({"expression": "sum(h, 1, H, Y[h] @ Y[h].T)"}, r"Y is a single matrix, not an indexed family"),
     ({"expression": "sum(h, 1, H, X[h, 1] @ X[h].T)"}, r"X has 1 subscript \(X\[1..3\]\), got 2"),

@@ -89,7 +89,7 @@ piece.
 ...              "dimensions": {"p": 1}, "matrices": {"X": {"shape": ["p", "p"], "index": "H"}}}, "m.toml")
 Traceback (most recent call last):
 ...
-freeprob._errors.ModelFileError: m.toml: [expression] the index 'h' is not defined here: an index exists only inside its sum, as in sum(h, 1, N, X[h]) in 'X[h] @ X[h].T'
+freeprob._errors.ModelFileError: m.toml: [expression] the name 'h' is not defined here: subscripts and bounds use integers, [indices] constants and the indices of enclosing sums (an index exists only inside its sum, as in sum(h, 1, N, X[h])) in 'X[h] @ X[h].T'
 """
 
 import ast
@@ -247,8 +247,9 @@ class MatrixGrammar(ScalarGrammar):
 
     def unknown_name(self, name):
         if self.in_index:
-            return (f"the index {name!r} is not defined here: an index exists only inside its sum, "
-                    f"as in sum({name}, 1, N, X[{name}])")
+            return (f"the name {name!r} is not defined here: subscripts and bounds use integers, [indices] "
+                    f"constants and the indices of enclosing sums (an index exists only inside its sum, as in "
+                    f"sum({name}, 1, N, X[{name}]))")
         if self.unknown:
             return f"unknown name {name!r}: {self.unknown},"
         return f"unknown name {name!r}: declare it under [matrices], [dimensions], [parameters] or [indices],"
