@@ -2,10 +2,11 @@
 
 Each payload below would create a marker file if any entry point handed it
 to ``eval``, ``exec``, ``sympify`` or ``mpmathify``. Every entry point that
-reads a user number or formula (command-line flags, model files, strings
-given to the Python API, nonlinearities, attention sizes) is fed every
-payload; the marker must never appear, and the input must be refused with a
-freeprob error (never a Python traceback of another kind).
+reads a user number or formula (command-line flags, model files and the
+sums over indices in them, strings given to the Python API, nonlinearities,
+attention sizes) is fed every payload; the marker must never appear, and the
+input must be refused with a freeprob error (never a Python traceback of
+another kind).
 """
 
 import io
@@ -127,6 +128,42 @@ def test_model_files(payloads, tmp_path):
             (("matrices", "X", "variance"), text),
         ]:
             data = json.loads(json.dumps(BASE))
+            node = data
+            for key in path[:-1]:
+                node = node[key]
+            node[path[-1]] = value
+            refused(parse_model, data, "f.toml")
+
+
+SUMS = {
+    "name": "s",
+    "law": "eigenvalues",
+    "expression": "sum(h, 1, H, X[h] @ X[h].T) / n",
+    "indices": {"H": 2},
+    "dimensions": {"p": 0.5, "n": 1},
+    "matrices": {"X": {"kind": "gaussian", "shape": ["p", "n"], "index": "H"}},
+}
+
+
+def test_sums_and_indices_in_model_files(payloads):
+    """Payloads in every new piece of a sum: subscripts, bounds, the index name, the term, [indices], index ranges."""
+    assert parse_model(json.loads(json.dumps(SUMS)), "f.toml").expr is not None
+    for text in payloads:
+        for path, value in [
+            (("expression",), f"sum(h, 1, H, X[{text}] @ X[h].T) / n"),
+            (("expression",), f"sum(h, 1, H, X[h, {text}] @ X[h].T) / n"),
+            (("expression",), f"sum(h, 1, {text}, X[h] @ X[h].T) / n"),
+            (("expression",), f"sum(h, {text}, H, X[h] @ X[h].T) / n"),
+            (("expression",), f"sum(h, 1, H, {text}) / n"),
+            (("expression",), f"sum(h, 1, H, X[h] @ X[h].T * ({text})) / n"),
+            (("expression",), f"sum({text}, 1, H, X[1] @ X[1].T) / n"),
+            (("expression",), f"sum(h, 1, H, sum(j, 1, {text}, X[h] @ X[h].T)) / n"),
+            (("indices", "H"), text),
+            (("matrices", "X", "index"), text),
+            (("matrices", "X", "index"), ["H", text]),
+            (("matrices", "X", "variance"), f"1/H + {text}"),
+        ]:
+            data = json.loads(json.dumps(SUMS))
             node = data
             for key in path[:-1]:
                 node = node[key]

@@ -27,7 +27,8 @@ functions ``sqrt``, ``exp``, ``log``, ...) extended with ``@`` and ``.T``
 
 Sums over indices
 -----------------
-A sum of many terms that differ only in their matrices (the heads of an
+(The full reference of the format, with examples of every error, is
+docs/model-files.md.) A sum of many terms that differ only in their matrices (the heads of an
 attention layer) is written once::
 
     expression = "sum(h, 1, H, (beta * Q[h] @ K[h].T / sqrt(d_h) + c * Z[h]) / sqrt(l) @ V[h] @ W[h])"
@@ -88,7 +89,7 @@ piece.
 ...              "dimensions": {"p": 1}, "matrices": {"X": {"shape": ["p", "p"], "index": "H"}}}, "m.toml")
 Traceback (most recent call last):
 ...
-freeprob._errors.ModelFileError: m.toml: [expression] the index 'h' is not defined here: an index exists only inside its sum, as in sum(h, 1, N, X[h]) in 'X[h] @ X[h].T'
+freeprob._errors.ModelFileError: m.toml: [expression] the name 'h' is not defined here: subscripts and bounds use integers, [indices] constants and the indices of enclosing sums (an index exists only inside its sum, as in sum(h, 1, N, X[h])) in 'X[h] @ X[h].T'
 """
 
 import ast
@@ -222,6 +223,8 @@ class MatrixGrammar(ScalarGrammar):
         The file and the key being read, named in every error.
     families : dict, optional
         Name -> indexed family (``Q[h]``).
+    unknown : str, optional
+        What to say about an unknown name (default: where to declare it).
 
     Errors are :class:`ModelFileError` naming the file and the key.
     ``sum(i, first, last, term)`` evaluates ``term`` once per value of ``i``
@@ -230,10 +233,11 @@ class MatrixGrammar(ScalarGrammar):
     :data:`MAX_TERMS` before each sum runs.
     """
 
-    def __init__(self, names, where, key, families=None):
+    def __init__(self, names, where, key, families=None, unknown=None):
         super().__init__(names, what=f"{where}: [{key}]")
         self.where, self.key = where, key
         self.families = dict(families or {})
+        self.unknown = unknown
         self.bound = []  # indices of the enclosing sums, innermost last
         self.in_index = 0  # > 0 while reading a subscript or a bound
         self.expanded = 0  # terms of innermost sums so far
@@ -243,8 +247,11 @@ class MatrixGrammar(ScalarGrammar):
 
     def unknown_name(self, name):
         if self.in_index:
-            return (f"the index {name!r} is not defined here: an index exists only inside its sum, "
-                    f"as in sum({name}, 1, N, X[{name}])")
+            return (f"the name {name!r} is not defined here: subscripts and bounds use integers, [indices] "
+                    f"constants and the indices of enclosing sums (an index exists only inside its sum, as in "
+                    f"sum({name}, 1, N, X[{name}]))")
+        if self.unknown:
+            return f"unknown name {name!r}: {self.unknown},"
         return f"unknown name {name!r}: declare it under [matrices], [dimensions], [parameters] or [indices],"
 
     # -- indexed families and sums ------------------------------------------
@@ -389,11 +396,11 @@ class MatrixGrammar(ScalarGrammar):
         return super().call(name, args)
 
 
-def parse_expression(text, names, where="expression", key="expression", families=None):
+def parse_expression(text, names, where="expression", key="expression", families=None, unknown=None):
     """Evaluate ``text`` safely over ``names`` (matrices and scalar symbols) and indexed ``families``."""
     if not isinstance(text, str):
         _fail(where, key, f"expected a string, got {text!r}")
-    return MatrixGrammar(names, where, key, families).parse(text)
+    return MatrixGrammar(names, where, key, families, unknown).parse(text)
 
 
 def _number(value, where, key, constants=None):
@@ -410,7 +417,8 @@ def _range(value, constants, where, key):
     if isinstance(value, int) and not isinstance(value, bool):
         v = sympy.Integer(value)
     elif isinstance(value, str):
-        v = parse_expression(value, constants, where, key)
+        v = parse_expression(value, constants, where, key, unknown=(
+            "an index range is an integer or a formula in the [indices] constants declared before it"))
     else:
         _fail(where, key, f"expected a positive integer or a formula in [indices] constants, got {value!r}")
     if isinstance(v, Expr) or not isinstance(v, sympy.Basic) or not v.is_Integer:

@@ -23,7 +23,7 @@ import numpy as np
 import sympy
 
 from .._errors import DomainError
-from .sample import sample_spectrum
+from .sample import check_sample_size, sample_spectrum
 from .stats import ks_distance, student_t_quantile
 
 __all__ = ["CheckReport", "check"]
@@ -85,6 +85,7 @@ def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.7
         raise DomainError(f"the check needs at least 3 replicates to estimate standard errors, got {reps}")
     if n < 20:
         raise DomainError(f"the check needs n >= 20, got {n}")
+    check_sample_size(law, n)
     rng = np.random.default_rng(seed)
     cdf = law.cdf_function()
     theory_m = [float(sympy.re(sympy.N(m))) if isinstance(m, sympy.Basic) else float(m) for m in law.moments(moments) ]

@@ -13,7 +13,11 @@ import sympy
 from .._errors import DomainError
 from ..expr.tree import Matrix, Product, Scaled, Sum, Transpose
 
-__all__ = ["sample_matrix", "sample_spectrum", "sizes_for", "spawn_generators"]
+__all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "sample_bytes", "sample_matrix", "sample_spectrum", "sizes_for",
+           "spawn_generators"]
+
+#: Most memory one sample may hold (bytes of its matrices, see :func:`sample_bytes`): 10 GiB.
+MAX_SAMPLE_BYTES = 10 * 2 ** 30
 
 
 def spawn_generators(seed, count):
@@ -36,6 +40,53 @@ def sizes_for(law, n):
     return {s: max(1, int(round(float(r) * n))) for s, r in law.ratios.items()}
 
 
+def sample_bytes(law, n):
+    """Bytes of the float64 matrices one sample at size ``n`` holds at once (an upper bound).
+
+    :func:`sample_matrix` keeps every leaf (once per name) and the value of
+    every node of the expression until the sample is done; transposes are
+    views. A model file can describe thousands of heads in a few lines, so
+    this is checked before anything is drawn.
+
+    Examples
+    --------
+    >>> import freeprob as fp
+    >>> sample_bytes(fp.law_of(fp.find_model("marchenko-pastur")), 1000)   # X (500 x 1000) and X X^T/n
+    8000000
+    """
+    sizes = sizes_for(law, n)
+    names, nodes, total = set(), set(), 0
+    stack = [law.expr]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children())
+        if isinstance(node, Transpose):
+            continue
+        if isinstance(node, Matrix):
+            if node.name in names:
+                continue
+            names.add(node.name)
+        elif id(node) in nodes:
+            continue
+        else:
+            nodes.add(id(node))
+        rows, cols = node.shape
+        total += 8 * sizes[rows] * sizes[cols]
+    return total
+
+
+def check_sample_size(law, n):
+    """Refuse (DomainError) a size ``n`` whose sample would need more than :data:`MAX_SAMPLE_BYTES`."""
+    need = sample_bytes(law, n)
+    if need > MAX_SAMPLE_BYTES:
+        fits = max(1, int(n * (MAX_SAMPLE_BYTES / need) ** 0.5))
+        raise DomainError(
+            f"a sample of {getattr(law, 'name', None) or 'this model'} at size n = {n} would hold about "
+            f"{need / 2 ** 30:.1f} GiB of matrices, more than the limit of {MAX_SAMPLE_BYTES / 2 ** 30:.0f} GiB; "
+            f"use n <= {fits}"
+        )
+
+
 def _scalar(c, values):
     v = sympy.sympify(c).subs(values)
     if not v.is_number:
@@ -44,7 +95,15 @@ def _scalar(c, values):
 
 
 def sample_matrix(law, n, rng=None):
-    """One sample of the expression of ``law`` at size ``n`` (numpy array)."""
+    """One sample of the expression of ``law`` at size ``n`` (numpy array).
+
+    Raises
+    ------
+    DomainError
+        When the sample would hold more than :data:`MAX_SAMPLE_BYTES`
+        (:func:`check_sample_size`), before anything is drawn.
+    """
+    check_sample_size(law, n)
     rng = np.random.default_rng(rng)
     sizes = sizes_for(law, n)
     values = dict(law.params)
