@@ -54,6 +54,17 @@ class DysonSystem:
     eta: tuple
     symbols: tuple
 
+    @classmethod
+    def of(cls, spaces, blocks, u, b, unknowns, eta):
+        """A system from its parts, with :attr:`symbols` computed from ``b`` and ``eta``."""
+        left = set()
+        for m in b:
+            left |= m.free_symbols
+        for *_, c in eta:
+            left |= sympy.sympify(c).free_symbols
+        return cls(tuple(spaces), tuple(blocks), tuple(u), tuple(b), tuple(unknowns), tuple(eta),
+                   tuple(sorted(left, key=str)))
+
     @property
     def n_unknowns(self):
         return len(self.unknowns)
@@ -62,23 +73,13 @@ class DysonSystem:
         """The same system with ``values`` (``{symbol: exact number}``) substituted."""
         b = tuple(m.subs(values) for m in self.b)
         eta = tuple((s, i, j, k, sympy.sympify(c).subs(values)) for s, i, j, k, c in self.eta)
-        left = set()
-        for m in b:
-            left |= m.free_symbols
-        for *_, c in eta:
-            left |= c.free_symbols
-        return DysonSystem(self.spaces, self.blocks, self.u, b, self.unknowns, eta, tuple(sorted(left, key=str)))
+        return DysonSystem.of(self.spaces, self.blocks, self.u, b, self.unknowns, eta)
 
     def map_coefficients(self, f):
         """The same system with ``f`` applied to every coefficient of ``B`` and ``eta`` (symbols recomputed)."""
         b = tuple(m.applyfunc(f) for m in self.b)
         eta = tuple((s, i, j, k, f(c)) for s, i, j, k, c in self.eta)
-        left = set()
-        for m in b:
-            left |= m.free_symbols
-        for *_, c in eta:
-            left |= sympy.sympify(c).free_symbols
-        return DysonSystem(self.spaces, self.blocks, self.u, b, self.unknowns, eta, tuple(sorted(left, key=str)))
+        return DysonSystem.of(self.spaces, self.blocks, self.u, b, self.unknowns, eta)
 
     def block_data(self, convert):
         """Per space ``(k, u, B, terms, reads)`` with every coefficient passed through ``convert``.
@@ -261,17 +262,4 @@ def dyson_system(pencil, ratio_of, pair_of):
         eta[ek] = eta.get(ek, 0) + c
     eta_t = tuple((s, i, j, k, sympy.expand(c)) for (s, i, j, k), c in eta.items() if sympy.expand(c) != 0)
     u = tuple(where[i] for i in range(pencil.n_u))
-    syms = set()
-    for m in b:
-        syms |= m.free_symbols
-    for *_, c in eta_t:
-        syms |= c.free_symbols
-    return DysonSystem(
-        tuple(spaces),
-        tuple(tuple(r) for r in blocks),
-        u,
-        tuple(b),
-        tuple(unknowns),
-        eta_t,
-        tuple(sorted(syms, key=str)),
-    )
+    return DysonSystem.of(spaces, (tuple(r) for r in blocks), u, b, unknowns, eta_t)

@@ -335,17 +335,4 @@ def _build(system, labels, H, n, g):
                     eta[ek] = eta.get(ek, 0) + v
     eta_t = tuple((s, i, j, k, sympy.expand(c)) for (s, i, j, k), c in eta.items() if sympy.expand(c) != 0)
     u = tuple((layout[s][0], layout[s][3].index(i)) for s, i in system.u)
-    syms = set()
-    for mat in new_b:
-        syms |= mat.free_symbols
-    for *_, c in eta_t:
-        syms |= c.free_symbols
-    return DysonSystem(
-        tuple(new_spaces),
-        tuple(new_blocks),
-        u,
-        tuple(new_b),
-        tuple(unknowns),
-        eta_t,
-        tuple(sorted(syms, key=str)),
-    )
+    return DysonSystem.of(new_spaces, new_blocks, u, new_b, unknowns, eta_t)

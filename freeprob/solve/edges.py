@@ -241,9 +241,10 @@ def refine_edge(system, z_out, dps, bracket=None, fallback=True):
                 unk = _chord(ctx, mpsys, start, np.linalg.pinv(jfast, rcond=1e-10), r, cq, ctx.mpf(10) ** (-(w - 3)))
             except (np.linalg.LinAlgError, ConvergenceError):
                 unk = None
-            if unk is not None and max(abs(x) for x in _fold_residual(mpsys, unk, r, cq)) > ctx.mpf(10) ** (-(w - 5)):
-                unk = None  # the chord steps stalled (seen on quotient systems): use the fallback
-        if unk is None:
+        bound = ctx.mpf(10) ** (-(w - 5)) if unk is not None else None
+        fres = max(abs(x) for x in _fold_residual(mpsys, unk, r, cq)) if unk is not None else None
+        if unk is None or fres > bound:
+            # no chord result, or the chord steps stalled above the bound (seen on quotient systems)
             if not fallback:
                 raise ConvergenceError(f"Newton's method on the fold system did not converge from z = {z_out}",
                                        point=z_out, dps=dps)
@@ -255,8 +256,9 @@ def refine_edge(system, z_out, dps, bracket=None, fallback=True):
             unk = _refine_mp(ctx, mpsys, start, r, cq, w)
             if unk is None:
                 raise ConvergenceError(f"no support edge found near z = {z_out}", point=z_out, dps=dps)
-        fres = max(abs(x) for x in _fold_residual(mpsys, unk, r, cq))
-        if fres > ctx.mpf(10) ** (-(w - 5)):
+            bound = ctx.mpf(10) ** (-(w - 5))
+            fres = max(abs(x) for x in _fold_residual(mpsys, unk, r, cq))
+        if fres > bound:
             raise ConvergenceError(f"edge residual {ctx.nstr(fres, 5)} too large near z = {z_out}", point=z_out,
                                    residual=fres, dps=dps)
         edges.append((unk[r], unk))
