@@ -162,3 +162,10 @@ def test_support_and_atoms_of_the_quotient_equal_the_full_system():
     for (a, b), (c, d) in zip(sq, sf):
         assert abs(a - c) <= mpmath.mpf(10) ** -20 * max(1, abs(c))
         assert abs(b - d) <= mpmath.mpf(10) ** -20 * max(1, abs(d))
+
+
+@pytest.mark.parametrize("bad", ["yes", 3.5, ((0, 1), (1, 2, 3)), ((0, "a"),), ((0, 1),)])
+def test_bad_symmetry_argument_is_a_typed_error(bad):
+    cfg = attention_config(4, "gqa:2", 1)
+    with pytest.raises(fp.DomainError, match="symmetry"):
+        singular_value_law(attention_expression(cfg), cfg.ratios, {"beta": 1}, symmetry=bad)

@@ -28,7 +28,10 @@ on its own. The invariance check on the witness system is what makes a
 quotient safe.
 """
 
+import operator
 from dataclasses import dataclass
+
+from .._errors import DomainError
 
 from ..expr.tree import Matrix, Product, Scaled, Sum, Transpose
 
@@ -41,7 +44,14 @@ def canonical_groups(groups, heads):
     Groups of one term are the same symmetry as a single group of all terms
     (no leaf is shared inside a group), so both are written as one group.
     """
-    groups = tuple(sorted(tuple(sorted(int(t) for t in grp)) for grp in groups))
+    try:
+        groups = tuple(sorted(tuple(sorted(operator.index(t) for t in grp)) for grp in groups))
+    except TypeError:
+        raise DomainError(f"symmetry: expected True, False or groups of term indices such as ((0, 1), (2, 3)), "
+                          f"got {str(groups)[:80]!r}") from None
+    if sorted(t for grp in groups for t in grp) != list(range(heads)):
+        raise DomainError(f"symmetry: the groups {str(groups)[:80]} are not a partition of the term indices "
+                          f"0..{heads - 1}")
     if all(len(grp) == 1 for grp in groups):
         groups = (tuple(range(heads)),)
     return groups

@@ -11,7 +11,7 @@ import sympy
 
 from .dyson import dyson_system
 from .exchange import canonical_groups, head_structure, witness_expression
-from .._errors import NotSelfAdjointError
+from .._errors import DomainError, NotSelfAdjointError
 from ..expr.tree import LAWS, Expr, expand, transpose_word, word_str
 from .pencil import hermitization, linearize, symmetric_pencil
 from .quotient import QuotientError, quotient
@@ -85,6 +85,9 @@ class Reduction:
             check_symmetric(expr)
         self.structure = None
         self.symmetry_note = "symmetry quotient not asked for"
+        if isinstance(symmetry, str) or not (isinstance(symmetry, bool) or hasattr(symmetry, "__iter__")):
+            raise DomainError(f"symmetry: expected True, False or groups of term indices such as ((0, 1), (2, 3)), "
+                              f"got {str(symmetry)[:80]!r}")
         if symmetry:
             structure, why = head_structure(expr)
             if structure is not None and symmetry is not True:
