@@ -166,7 +166,7 @@ def add_attention_parsers(subparsers):
     >>> buf = io.StringIO()
     >>> args.func(args, buf)
     0
-    >>> print(buf.getvalue().splitlines()[4])
+    >>> print(next(line for line in buf.getvalue().splitlines() if line.startswith("name")))
     name = "attention-mqa-h2"
     """
     p = subparsers.add_parser(
