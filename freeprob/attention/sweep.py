@@ -228,9 +228,8 @@ def head_counts(value):
                 _check_head(end, allowed)
             if ends[0] > ends[1]:
                 raise DomainError(f"heads: {text!r} is empty (the first end is above the last)")
-            counts = tuple(2 ** k for k in range(ends[0].bit_length() - 1, ends[1].bit_length()))
-            return counts
-        items = [t for t in text.split(",")]
+            return tuple(2 ** k for k in range(ends[0].bit_length() - 1, ends[1].bit_length()))
+        items = text.split(",")
         if not text or not all(t.strip() for t in items):
             raise DomainError(f"heads: expected comma-separated head counts or A:B, got {value!r}")
         counts = _integers(items, text)
