@@ -306,10 +306,15 @@ class SpectralLaw:
         z = np.atleast_1d(np.asarray(z, dtype=complex))
         flip = z.imag < 0
         w = np.where(flip, np.conj(z), z)
-        on_axis = w.imag == 0
         zs = self._to_system_z(w)
         eta = 1e-12 * (1 + np.abs(zs))
-        zs = np.where(on_axis | (zs.imag < eta), zs.real + 1j * np.maximum(zs.imag, eta), zs)
+        near = zs.imag < eta
+        # Points on (or within round-off of) the axis are solved on the axis
+        # itself: solve_fast continues them from just above it and finishes
+        # with Newton on the real line. The one exception is 0 for a law of
+        # squared singular values, whose system variable sqrt(w) has no side.
+        hold = near & (zs.real == 0) & (self.law == "squared-singular-values")
+        zs = np.where(hold, 1j * eta, np.where(near, zs.real + 0j, zs))
         _, outs, conv, res = solve_fast(self.fast, zs, raise_on_failure=False)
         g = self._from_outputs(zs, outs)
         g = np.where(conv, g, np.nan)
@@ -318,8 +323,9 @@ class SpectralLaw:
     def density_fast(self, x):
         """Double-precision density at real points (vectorized).
 
-        The value at ``x`` is ``-Im G(x + i eta)/pi`` with ``eta = 1e-12 (1 + |x|)``
-        in the system's variable; it is accurate to about ``1e-8`` away from edges.
+        The value at ``x`` is ``-Im G(x + i0)/pi``, solved on the real axis
+        (continued from just above it); it is accurate to about ``1e-12``
+        relative to ``max(1, |G|)`` inside the support.
         Unverified points (at an atom) are NaN.
         """
         x = np.atleast_1d(np.asarray(x, dtype=float))

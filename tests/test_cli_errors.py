@@ -5,6 +5,8 @@ import json
 
 import pytest
 
+import freeprob as fp
+
 from freeprob.cli import engine
 from freeprob.cli import main
 
@@ -117,3 +119,17 @@ def test_overflowing_scale_is_a_typed_error():
         law = fp.attention.attention_law(1, "mha", 10)
         with pytest.raises(fp.ConvergenceError, match="overflows double precision"):
             law.support()
+
+
+@pytest.mark.parametrize("name", ["marchenko-pastur", "attention-single-head"])
+def test_law_grid_carries_its_digits(name):
+    """The double-precision grid density agrees with a 30-digit solve to 1e-12 (relative to max(1, |G|))."""
+    code, text = run("law", name, "--json")
+    data = json.loads(text)
+    assert code == 0 and data["grid_digits"] == 12
+    law = fp.law_of(fp.find_model(name))
+    inside = [r for r in data["grid"] if r["density"] not in ("0", "inf")][::10]
+    assert len(inside) >= 10
+    for r in inside:
+        ref = law.cauchy(r["x"], dps=30)
+        assert abs(float(r["density"]) - float(law.density(r["x"], dps=30))) <= 1e-12 * max(1, abs(complex(ref)))

@@ -69,8 +69,6 @@ def test_boundary_values_inside_the_support(case):
     assert _max_error(_cauchy(law, xs, outs), ref) <= BOUND
 
 
-@pytest.mark.xfail(strict=True, reason="SpectralLaw.cauchy_fast still solves at x + 1e-12 (1 + |x|) i, whose offset "
-                   "alone is 1e-11 at 1e-3 of the width from an edge; it must hand real points to solve_fast")
 def test_the_law_gives_the_boundary_values(case):
     """The same bound through the law's own double-precision entry points."""
     law, xs, ref = case

@@ -140,8 +140,8 @@ MAX_GRID = 100000
 MAX_SWEEP_MOMENTS = 12
 #: Digits given for double-precision support edges (``support_fast``: about 1e-7 of the support's width).
 EDGE_DIGITS = 6
-#: Digits given for a double-precision density (``density_fast``: about 1e-8 away from edges).
-FAST_DIGITS = 8
+#: Digits given for a double-precision density (``density_fast``: 1e-12 relative to max(1, |G|) inside the support).
+FAST_DIGITS = 12
 #: Seconds allowed to connect to a Dask scheduler.
 CONNECT_TIMEOUT = 10
 #: The common grid reaches this factor times the largest upper edge.
