@@ -290,7 +290,7 @@ def test_cli_json_is_clean_and_silent(capsys):
                      "--json")
     data = json.loads(text)
     assert code == 0 and data["over"] == "heads" and data["rows"][0]["d_h"] == "1/2"
-    assert data["grid"]["points"] == 30 and data["digits"] == {"support": 6, "moments": 15, "density": 8}
+    assert data["grid"]["points"] == 30 and data["digits"] == {"support": 6, "moments": 15, "density": 12}
     assert capsys.readouterr().err == ""
 
 
