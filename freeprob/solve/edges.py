@@ -46,6 +46,7 @@ __all__ = [
     "atoms_at",
     "hard_edge_at",
     "probe_range",
+    "coarse_range",
     "support_grid",
     "support_runs",
     "shrink_bracket",
@@ -851,6 +852,36 @@ def support_grid(density, kind, grid, range_, what="the law", max_widenings=12, 
     )
 
 
+#: Coarse passes :func:`coarse_range` makes at most (each narrows the range by the coarse grid's size).
+MAX_ZOOMS = 8
+#: A coarse pass that sees the support on fewer grid points than this zooms in on them.
+ZOOM_BELOW = 8
+
+
+def coarse_range(density, kind, grid, range_, what="the law"):
+    """The part of ``range_`` that holds the support, from coarse density passes of ``grid`` points.
+
+    A scale bound can be loose by orders of magnitude (it multiplies norm
+    bounds of factors), so the whole support may fall between two coarse
+    points, or on only a few: the range then narrows to the cells around the
+    points that see it and the pass is repeated, at most :data:`MAX_ZOOMS`
+    times. For squared singular values the range keeps 0 as its left end (a
+    pass that sees nothing narrows to the first cell, which holds the support
+    if any point of the range does).
+    """
+    for _ in range(MAX_ZOOMS):
+        xs, _, _, pos = support_grid(density, kind, grid, range_, what, geometric=False)
+        idx = np.nonzero(pos)[0]
+        if idx.size:
+            a, b = xs[max(idx[0] - 1, 0)], xs[min(idx[-1] + 1, len(xs) - 1)]
+            range_ = (0.0 if kind != "eigenvalues" else a, b)
+        elif kind != "eigenvalues":
+            range_ = (0.0, xs[0])
+        if idx.size >= ZOOM_BELOW or (kind == "eigenvalues" and not idx.size):
+            break
+    return range_
+
+
 def support_runs(xs, d, pos, kind, what="the law"):
     """Runs ``(i0, i1, hard_zero)`` of grid points with positive density that carry mass.
 
@@ -943,12 +974,7 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
     list of (mpf, mpf)
     """
     systems = _systems(system)
-    # a coarse pass finds the extent of the support, a second one over it the brackets
-    xs, d, thr, pos = support_grid(density, kind, max(64, grid // 4), range_, what, geometric=False)
-    if pos.any():
-        idx = np.nonzero(pos)[0]
-        a, b = xs[max(idx[0] - 1, 0)], xs[min(idx[-1] + 1, len(xs) - 1)]
-        range_ = (0.0 if kind != "eigenvalues" else a, b)
+    range_ = coarse_range(density, kind, max(64, grid // 4), range_, what)
     xs, d, thr, pos = support_grid(density, kind, grid, range_, what)
     ctx = context(dps + guard_digits(dps))
 
