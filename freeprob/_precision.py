@@ -13,7 +13,7 @@ import sympy
 from ._errors import DomainError
 from ._numbers import read_number
 
-__all__ = ["check_dps", "context", "exact", "flint_precision", "fmt", "guard_digits", "mp_to_str", "to_mpc", "to_mpf"]
+__all__ = ["check_dps", "context", "exact", "flint_precision", "shared_precision", "fmt", "guard_digits", "mp_to_str", "to_mpc", "to_mpf"]
 
 
 def check_dps(dps):
@@ -54,6 +54,19 @@ def context(dps):
 #: at (and restore) the other's precision. Every use of flint's ball
 #: arithmetic holds this lock, through :func:`flint_precision`.
 _FLINT_LOCK = threading.RLock()
+
+
+@contextlib.contextmanager
+def shared_precision():
+    """Hold the process-wide precision lock (the one :func:`flint_precision` takes).
+
+    SymPy's numerical evaluation of algebraic numbers (``CRootOf.evalf``,
+    ``nsolve``) works in mpmath's global context, whose precision another
+    thread can change in the middle of it; the polynomial route of a law runs
+    under this lock, so that two threads cannot.
+    """
+    with _FLINT_LOCK:
+        yield
 
 
 @contextlib.contextmanager

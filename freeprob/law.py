@@ -16,7 +16,7 @@ import sympy
 
 from ._errors import ConvergenceError, DomainError, EliminationError
 from ._numbers import read_number
-from ._precision import check_dps, context, guard_digits, to_mpc, to_mpf
+from ._precision import check_dps, context, guard_digits, shared_precision, to_mpc, to_mpf
 from .expr.tree import Expr, Matrix, Product, Scaled, Sum, Transpose, leaves
 from .reduce.reduction import Reduction
 from .scalar.closedform import (
@@ -372,9 +372,11 @@ class SpectralLaw:
             When the value cannot be verified to ``dps`` digits.
         """
         if self._route(method) == "polynomial":
-            return polynomial_cauchy(self.closed_form_data, z, dps=check_dps(dps or 15))
+            with shared_precision():
+                return polynomial_cauchy(self.closed_form_data, z, dps=check_dps(dps or 15))
         if dps is None:
-            return complex(self.cauchy_fast(np.array([complex(z)]))[0])
+            # one reader for every spelling of a point (a string such as "1 + 0.5*I" included)
+            return complex(self.cauchy_fast(np.array([complex(to_mpc(context(20), z))]))[0])
         dps = check_dps(dps)
         ctx = context(dps + guard_digits(dps))
         zq = to_mpc(ctx, z)
@@ -392,7 +394,8 @@ class SpectralLaw:
         ``method`` as in :meth:`cauchy`.
         """
         if self._route(method) == "polynomial":
-            return polynomial_density(self.closed_form_data, x, dps=check_dps(dps or 15))
+            with shared_precision():
+                return polynomial_density(self.closed_form_data, x, dps=check_dps(dps or 15))
         if dps is None:
             return float(self.density_fast(np.array([float(x)]))[0])
         return self._density_point(x, dps, cauchy=False)[0]
@@ -460,16 +463,18 @@ class SpectralLaw:
         most :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns)."""
         route = self._route(method, auto=True)
         if route == "polynomial":
-            self.polynomial(budget_seconds=30)
-            return closed(self.closed_form_data)
+            with shared_precision():  # SymPy evaluates algebraic numbers in mpmath's global context
+                self.polynomial(budget_seconds=30)
+                return closed(self.closed_form_data)
         try:
             return dyson()
         except ConvergenceError:
             if route == "dyson" or self.system.n_unknowns > POLYNOMIAL_MAX_UNKNOWNS:
                 raise
             try:
-                self.polynomial(budget_seconds=30)
-                return closed(self.closed_form_data)
+                with shared_precision():
+                    self.polynomial(budget_seconds=30)
+                    return closed(self.closed_form_data)
             except (EliminationError, ConvergenceError, DomainError):
                 pass
             raise
