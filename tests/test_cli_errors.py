@@ -133,3 +133,24 @@ def test_law_grid_carries_its_digits(name):
     for r in inside:
         ref = law.cauchy(r["x"], dps=30)
         assert abs(float(r["density"]) - float(law.density(r["x"], dps=30))) <= 1e-12 * max(1, abs(complex(ref)))
+
+
+def test_a_reader_that_stops_early_is_not_an_error():
+    """``freeprob ... | head -1``: the closed pipe ends the command quietly with exit code 0."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from freeprob.cli import main; "
+            "sys.exit(main(['equations', 'attention-mha-h2']))")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc.stdout.close()  # the reader is gone before the first line is written
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and err == ""
+
+
+def test_cauchy_reads_a_string_point():
+    law = fp.law_of(fp.find_model("marchenko-pastur"))
+    assert law.cauchy("1 + 0.5*I") == law.cauchy(1 + 0.5j)
+    with pytest.raises(fp.DomainError, match="abc"):
+        law.cauchy("abc")

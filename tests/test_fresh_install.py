@@ -30,7 +30,7 @@ def test_readme_first_command_in_a_fresh_environment(tmp_path):
     env["VIRTUAL_ENV"] = str(venv)
     res = subprocess.run(["bash", "-c", command], cwd=checkout, env=env, capture_output=True, text=True, timeout=1500)
     assert res.returncode == 0, res.stderr[-3000:]
-    assert "support: [0.0857864376269050, 2.91421356237309]" in res.stdout
+    assert "support: [0.0857864376269050, 2.91421356237310]" in res.stdout
     assert "moments: 1.00000000000000, 1.50000000000000, 2.75000000000000, 5.62500000000000" in res.stdout
     picture = checkout / "marchenko-pastur.png"
     assert picture.stat().st_size > 10000 and picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

@@ -16,6 +16,7 @@ JSON output are decimal strings carrying the requested digits.
 
 import argparse
 import json
+import os
 import sys
 import warnings
 
@@ -66,6 +67,7 @@ def cmd_equations(args, out):
             "model": model.name,
             "law": model.law_kind,
             "values": {str(k): str(v) for k, v in law.values().items()},
+            "symmetry": law.reduction.symmetry_note,
             "unknowns": [
                 {"name": f"g{k + 1}", "space": str(sysm.spaces[s]), "entry": [p, q]}
                 for k, (s, p, q) in enumerate(sysm.unknowns)
@@ -84,6 +86,7 @@ def cmd_equations(args, out):
         return
     out.write(f"# {model.name}: {model.law_kind} of {model.expression}\n")
     out.write(f"# values: {', '.join(f'{k} = {v}' for k, v in law.values().items())}\n")
+    out.write(f"# system: {len(sysm.unknowns)} unknowns; {law.reduction.symmetry_note}\n")
     out.write(
         "# In each space, G is the matrix of normalized block traces of the pencil resolvent; "
         "Lambda = diag(z on u rows, i*epsilon elsewhere), epsilon -> 0.\n\n"
@@ -339,6 +342,14 @@ def _report_error(args, exc, kind, out):
     sys.stderr.write(f"freeprob: {label}: {exc}\n")
 
 
+def _quiet_stdout():
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):  # no real file descriptor (a StringIO in tests)
+        pass
+
+
 def main(argv=None, out=None):
     """Run the command line; returns the exit code (0 result, 1 failed verdict, 2 bad input, 3 internal error)."""
     out = out or sys.stdout
@@ -355,12 +366,18 @@ def main(argv=None, out=None):
         try:
             check_output_paths(args)
             code = args.func(args, out)
+            out.flush()  # a closed pipe shows here, not in the interpreter's exit flush
         except FreeProbError as exc:
             _report_error(args, exc, "input", out)
             return EXIT_INPUT
         except KeyboardInterrupt:
             sys.stderr.write("freeprob: interrupted\n")
             return 130
+        except BrokenPipeError:
+            # the reader stopped early (``freeprob ... | head``): nothing is wrong, and
+            # nothing more can be written; stdout goes to devnull so the exit flush is quiet
+            _quiet_stdout()
+            return EXIT_OK
         except Exception as exc:  # no Python traceback for a user, ever: a one-line report instead
             _report_error(args, exc, "internal", out)
             return EXIT_INTERNAL
