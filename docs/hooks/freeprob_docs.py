@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "notebooks"
 MARKER = "<!-- cli-reference -->"
-USAGE_WIDTH = 100
+USAGE_WIDTH = 76
 
 # Used only for options whose parser gives no help string; the parser's own help always wins.
 FALLBACK_HELP = {
@@ -202,8 +202,14 @@ def _combined(*handlers):
 
 on_files = _combined(_add_notebooks, _notebook_sources)
 
-_ROLE = re.compile(r":(?:func|class|meth|mod|attr|data|exc|obj):(<code>)")
+_ROLE = re.compile(r":(?:func|class|meth|mod|attr|data|exc|obj):<code>(~?)([^<]*)</code>")
+
+
+def _code_name(match):
+    """``:class:`~a.b.C``` reads ``C``, as in Sphinx; without the tilde the full name stays."""
+    tilde, name = match.groups()
+    return f"<code>{name.rsplit('.', 1)[-1] if tilde else name}</code>"
 
 
 def on_page_content(html, page, config, files):
-    return _ROLE.sub(r"\1", html)
+    return _ROLE.sub(_code_name, html)
