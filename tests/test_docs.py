@@ -8,9 +8,10 @@
   command line, and each line shown under it must be a line of its output
   (as tests/test_readme.py does for the README).
 * ``mkdocs build --strict`` (broken links, unknown pages, missing anchors, a
-  docstring mkdocstrings cannot read: all fail it) runs in the fast suite with
-  the gallery notebooks rendered unexecuted, and in the slow suite with every
-  notebook executed (a cell that raises fails the build).
+  docstring mkdocstrings cannot read: all fail it) runs in the fast suite
+  executing the quick gallery notebooks, and in the slow suite executing every
+  notebook (a cell that raises fails the build). A notebook is slow when its
+  metadata says ``"freeprob": {"slow": true}``.
 """
 
 import doctest
@@ -186,8 +187,10 @@ def test_gallery_lists_every_notebook():
 
 
 def build_site(site, execute):
-    pytest.importorskip("mkdocs", reason="the docs extra is not installed: pip install -e '.[docs]'")
-    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "FREEPROB_DOCS_EXECUTE": "true" if execute else "false"}
+    """``mkdocs build --strict`` into ``site`` with ``FREEPROB_DOCS_EXECUTE=execute``; returns (seconds, log)."""
+    if importlib.util.find_spec("mkdocs") is None:
+        pytest.fail("mkdocs is not installed: pip install -e '.[test]' (or '.[docs]') installs the site's tools")
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "FREEPROB_DOCS_EXECUTE": execute}
     start = time.perf_counter()
     res = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(site)],
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=3000)
@@ -196,26 +199,35 @@ def build_site(site, execute):
     return seconds, res.stderr
 
 
+def executed_page(site, notebook):
+    """Whether the notebook's page shows cell outputs (an output element, not the style sheet's class name)."""
+    page = (site / "gallery" / notebook.stem / "index.html").read_text()
+    return re.search(r'<div class="[^"]*\bjp-OutputArea-output\b', page) is not None
+
+
 def test_site_builds_strictly(tmp_path):
-    seconds, log = build_site(tmp_path / "site", execute=False)
-    print(f"mkdocs build --strict: {seconds:.1f} s")
+    seconds, log = build_site(tmp_path / "site", execute="quick")
+    print(f"mkdocs build --strict (quick notebooks executed): {seconds:.1f} s")
     cli = (tmp_path / "site" / "cli" / "index.html").read_text()
     assert 'id="freeprob-attention-sweep"' in cli and "--scheduler" in cli
     api = (tmp_path / "site" / "api" / "laws" / "index.html").read_text()
     assert "density_fast" in api and ":meth:" not in api
+    hooks = load_hooks()
+    quick = [nb for nb in NOTEBOOKS if not hooks.slow_notebook(nb)]
+    assert quick, "the fast suite executes at least one gallery notebook"
     for notebook in NOTEBOOKS:
-        assert (tmp_path / "site" / "gallery" / notebook.stem / "index.html").exists(), notebook.name
-    assert "execute=False" in log
+        slow = hooks.slow_notebook(notebook)
+        assert f"execute={not slow}): {notebook}" in log, notebook.name
+        assert executed_page(tmp_path / "site", notebook) == (not slow), notebook.name
 
 
 @pytest.mark.slow
 def test_site_builds_with_executed_notebooks(tmp_path):
-    seconds, log = build_site(tmp_path / "site", execute=True)
-    print(f"mkdocs build --strict with notebooks executed: {seconds:.1f} s")
+    seconds, log = build_site(tmp_path / "site", execute="true")
+    print(f"mkdocs build --strict with every notebook executed: {seconds:.1f} s")
     for notebook in NOTEBOOKS:
         assert f"execute=True): {notebook}" in log, notebook.name
-        page = (tmp_path / "site" / "gallery" / notebook.stem / "index.html").read_text()
-        assert "jp-OutputArea-output" in page, notebook.name
+        assert executed_page(tmp_path / "site", notebook), notebook.name
 
 
 def test_api_reference_covers_the_public_names():

@@ -5,8 +5,11 @@
   ``<!-- cli-reference -->``: the page cannot drift from the program.
 * The notebooks of ``notebooks/`` are pages of the gallery
   (``gallery/NAME.ipynb``) without being copied into ``docs/``; the
-  mkdocs-jupyter plugin renders them (and executes them when
-  ``FREEPROB_DOCS_EXECUTE=true``).
+  mkdocs-jupyter plugin renders them. ``FREEPROB_DOCS_EXECUTE`` chooses
+  which are executed during the build: ``false`` (the default: none, so
+  ``mkdocs serve`` stays fast), ``quick`` (all but those whose metadata says
+  ``"freeprob": {"slow": true}``; the fast test suite) or ``true`` (all; the
+  slow test suite). A cell that raises fails the build.
 * Docstrings use Sphinx-style roles (``:func:`name```); in the rendered API
   reference the role prefix is dropped, leaving the code name.
 
@@ -15,6 +18,8 @@ tests/test_docs.py checks it without building the site.
 """
 
 import argparse
+import json
+import os
 import re
 from pathlib import Path
 
@@ -168,6 +173,26 @@ def on_page_markdown(markdown, page, config, files):
 # --------------------------------------------------------------------------
 # The gallery: notebooks/ as pages, and Sphinx roles in docstrings
 # --------------------------------------------------------------------------
+
+
+EXECUTE_MODES = ("false", "quick", "true")
+
+
+def slow_notebook(path):
+    """Whether a notebook's metadata marks it as too slow for the fast build (``"freeprob": {"slow": true}``)."""
+    return bool(json.loads(Path(path).read_text()).get("metadata", {}).get("freeprob", {}).get("slow", False))
+
+
+def on_config(config):
+    from mkdocs.exceptions import PluginError
+
+    mode = os.environ.get("FREEPROB_DOCS_EXECUTE", "").strip().lower() or "false"
+    if mode not in EXECUTE_MODES:
+        raise PluginError(f"FREEPROB_DOCS_EXECUTE must be one of {', '.join(EXECUTE_MODES)}, got {mode!r}")
+    jupyter = config.plugins["mkdocs-jupyter"].config
+    jupyter["execute"] = mode != "false"
+    jupyter["execute_ignore"] = [str(nb) for nb in NOTEBOOKS.glob("*.ipynb") if slow_notebook(nb)] if mode == "quick" else []
+    return config
 
 
 def _event_priority(priority):
