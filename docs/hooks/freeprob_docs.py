@@ -11,7 +11,8 @@
   ``"freeprob": {"slow": true}``; the fast test suite) or ``true`` (all; the
   slow test suite). A cell that raises fails the build.
 * Docstrings use Sphinx-style roles (``:func:`name```); in the rendered API
-  reference the role prefix is dropped, leaving the code name.
+  reference the role prefix is dropped, leaving the code name (``~a.b.C``
+  reads ``C``, as in Sphinx).
 
 The generator is also importable (``cli_reference(parser)``), which is how
 tests/test_docs.py checks it without building the site.
@@ -37,7 +38,7 @@ FALLBACK_HELP = {
     "--plot": "write a picture here (its suffix chooses the format: .png, .pdf, .svg, ...)",
     "--grid": "points of the density grid",
     "--seed": "seed of the random generator",
-    "--reps": "replicates",
+    "--reps": "replicates of the sample (R at N and 2R at N/2)",
     "--n": "matrix size N of the Monte-Carlo sample",
 }
 
