@@ -355,16 +355,15 @@ class SpectralLaw:
             Off the real axis; on the real axis ``G(x + i0)`` is returned.
         dps : int, optional
             Decimal digits; ``None`` gives a double-precision complex.
+        method : {"dyson", "polynomial"}
+            The Dyson equation (default), or branch tracking on the eliminated
+            polynomial equation of ``G`` (see :meth:`polynomial`).
 
         Returns
         -------
         complex or mpc
             The mpc carries ``dps`` plus guard digits; its error is below
             ``10^-dps`` (relative to ``max(1, |G|)``).
-
-        method : {"dyson", "polynomial"}
-            The Dyson equation (default), or branch tracking on the eliminated
-            polynomial equation of ``G`` (see :meth:`polynomial`).
 
         Raises
         ------
