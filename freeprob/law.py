@@ -646,8 +646,14 @@ class SpectralLaw:
             except ConvergenceError:
                 atoms = []
         atoms = tuple((float(x), float(m)) for x, m in atoms)
-        return self._cache.get(("cdf", nodes, atoms, grid),
-                               lambda: tabulate(self.density_fast, self.support_fast(grid), list(atoms), nodes=nodes))
+
+        def build():
+            intervals = self.support_fast(grid)
+            # an end exactly at 0 is a hard edge (support_fast shrinks soft ones to the grid)
+            hard = [0.0] if any(0.0 in iv for iv in intervals) else []
+            return tabulate(self.density_fast, intervals, list(atoms), nodes=nodes, hard=hard)
+
+        return self._cache.get(("cdf", nodes, atoms, grid), build)
 
     def quantile(self, p):
         """The ``p``-quantile of the law (double precision)."""

@@ -1,8 +1,10 @@
 """The distribution function of a law, tabulated for Monte-Carlo comparisons.
 
 On each support interval ``[a, b]`` the substitution
-``x = a + (b - a)(1 - cos t)/2`` turns square-root (and inverse square-root
-hard-edge) endpoint behaviour into a smooth integrand in ``t``; the midpoint
+``x = a + (b - a)(1 - cos t)/2`` turns square-root endpoint behaviour into a
+smooth integrand in ``t`` (at a hard edge, where the density has an integrable
+singularity, a second map that vanishes quadratically there is composed with
+it, see :func:`_map`); the midpoint
 rule in ``t`` with ``nodes`` points per interval then gives the cumulative
 mass at the cell boundaries, interpolated linearly in between. Atoms are added
 as jumps. The total mass must be one to ``mass_tol``, otherwise the support or
@@ -94,7 +96,54 @@ class DistributionTable:
         return hi
 
 
-def tabulate(density, intervals, atoms, nodes=2000, mass_tol=1e-6):
+def _map(t, hard_left, hard_right):
+    """``(s, ds/dt)`` of the substitution of ``t`` in ``[0, pi]`` onto ``[0, 1]``.
+
+    ``u = (1 - cos t)/2`` vanishes quadratically at both ends, which makes a
+    square-root edge smooth in ``t``. At a hard end (density
+    ``~ |x - a|^-gamma``, ``gamma < 1``) ``u`` is composed with a map that
+    vanishes quadratically there as well (``u^2``, ``1 - (1 - u)^2``, or
+    ``u^2 (3 - 2u)`` at both ends): the integrand in ``t`` then behaves like
+    ``t^(3 - 4 gamma)`` instead of ``t^(1 - 2 gamma)``, bounded up to
+    ``gamma = 3/4`` (an inverse-square-root edge gives ``t``, a ``-2/3``
+    power ``t^(1/3)``).
+    """
+    u = (1 - np.cos(t)) / 2
+    du = np.sin(t) / 2
+    if hard_left and hard_right:
+        return u * u * (3 - 2 * u), 6 * u * (1 - u) * du
+    if hard_left:
+        return u * u, 2 * u * du
+    if hard_right:
+        return 1 - (1 - u) ** 2, 2 * (1 - u) * du
+    return u, du
+
+
+#: Relative width (of its interval) of the sliver next to a hard edge whose mass
+#: comes from a fitted power law: at 1e-6 of the width the double-precision
+#: density is still verified (closer to the branch point at the edge it is not).
+HARD_CUT = 1e-6
+
+
+def _edge_mass(density, e, cut):
+    """Mass of ``density`` between the hard edge ``e`` and ``e + cut`` (``cut`` < 0: to the left).
+
+    The density is ``c |x - e|^-gamma`` there; ``gamma`` is read off the
+    values at ``|x - e| = |cut|, 2|cut|, 4|cut|`` and must agree between the two
+    pairs (to 0.02) and lie in ``[0, 1)``, or :class:`ConvergenceError` says so.
+    """
+    d = density(np.array([e + cut, e + 2 * cut, e + 4 * cut]))
+    if not (np.isfinite(d).all() and (d > 0).all()):
+        raise ConvergenceError(f"the density next to the hard edge {e} could not be verified ({d})")
+    g1, g2 = -np.log2(d[1] / d[0]), -np.log2(d[2] / d[1])
+    if abs(g1 - g2) > 0.02 or not (0 <= g1 < 1):
+        raise ConvergenceError(
+            f"the density next to the hard edge {e} does not follow a power law |x - e|^-gamma, 0 <= gamma < 1 "
+            f"(exponents {g1:.4f} and {g2:.4f} from three points)")
+    return float(d[0] * abs(cut) / (1 - g1))
+
+
+def tabulate(density, intervals, atoms, nodes=2000, mass_tol=1e-6, hard=()):
     """Build a :class:`DistributionTable` from a vectorized density.
 
     Parameters
@@ -104,25 +153,59 @@ def tabulate(density, intervals, atoms, nodes=2000, mass_tol=1e-6):
     intervals : list of (float, float)
     atoms : list of (float, float)
         Locations and masses.
+    nodes : int
+        Midpoint nodes per interval (and half as many for the error estimate).
+    mass_tol : float
+        The total mass must be 1 within this plus the quadrature error.
+    hard : iterable of float
+        Interval ends that are hard edges (an integrable singularity of the
+        density, as at 0 for a square Gaussian); see :func:`_map` and
+        :data:`HARD_CUT`.
     """
+    hard = {float(h) for h in hard}
     pieces = []
     total = sum(m for _, m in atoms)
     err = 0.0
-    for a, b in intervals:
+    for a0, b0 in intervals:
+        a, b = a0, b0
+        hl, hr = float(a) in hard, float(b) in hard
+        # within HARD_CUT of the width from a hard edge the double-precision
+        # density cannot be verified: that sliver's mass comes from the power law
+        # c |x - e|^-gamma fitted on three points beyond it
+        cut = HARD_CUT * (b - a)
+        end_mass = [0.0, 0.0]
+        if hl:
+            end_mass[0] = _edge_mass(density, a, cut)
+            a = a + cut
+        if hr:
+            end_mass[1] = _edge_mass(density, b, -cut)
+            b = b - cut
         cums = []
         for m in (nodes // 2, nodes):
             t = (np.arange(m) + 0.5) * np.pi / m
-            x = a + (b - a) * (1 - np.cos(t)) / 2
-            w = (b - a) / 2 * np.sin(t) * (np.pi / m)
+            sv, ds = _map(t, hl, hr)
+            x = a + (b - a) * sv
+            w = (b - a) * ds * (np.pi / m)
             d = density(x)
+            # inside a support interval the density is positive: a zero is a solve
+            # that ended on a real (wrong) branch next to a hard edge; such points
+            # are solved again on their own (each with its own path)
+            again = np.nonzero(~(d > 0))[0]
+            if len(again):
+                d[again] = np.concatenate([density(x[again[k:k + 100]]) for k in range(0, len(again), 100)])
             if np.isnan(d).any():
                 raise ConvergenceError(f"the density could not be verified at {np.sum(np.isnan(d))} points of [{a}, {b}]")
             cums.append(np.concatenate([[0.0], np.cumsum(d * w)]))
         tb = np.arange(nodes + 1) * np.pi / nodes
-        xb = a + (b - a) * (1 - np.cos(tb)) / 2
+        xb = a + (b - a) * _map(tb, hl, hr)[0]
         err += abs(cums[1][-1] - cums[0][-1])
-        pieces.append((xb, cums[1]))
-        total += cums[1][-1]
+        cum = cums[1] + end_mass[0]
+        if hl:
+            xb, cum = np.concatenate([[a0], xb]), np.concatenate([[0.0], cum])
+        if hr:
+            xb, cum = np.concatenate([xb, [b0]]), np.concatenate([cum, [cum[-1] + end_mass[1]]])
+        pieces.append((xb, cum))
+        total += cum[-1]
     if abs(total - 1) > mass_tol + err:
         raise ConvergenceError(
             f"the law's mass is {total:.9f}, not 1 (atoms {sum(m for _, m in atoms):.9f}, quadrature error "

@@ -934,10 +934,26 @@ def support_by_density(density, kind, grid=2001, rel=1e-6, what="the law"):
     xs, d, thr, pos = support_grid(density, kind, grid, probe_range(density, kind, what), what)
     out = []
     for i0, i1, hard_zero in support_runs(xs, d, pos, kind, what):
-        left = 0.0 if hard_zero else shrink_bracket(density, xs[i0 - 1], xs[i0], thr, rounds=12, rel=rel)[0]
-        right = shrink_bracket(density, xs[i1 + 1], xs[i1], thr, rounds=12, rel=rel)[0]
+        if hard_zero or _grows_to_zero(xs, d, i0, i0 - 1, i0 + 1, kind, i1 > i0):
+            left = 0.0
+        else:
+            left = shrink_bracket(density, xs[i0 - 1], xs[i0], thr, rounds=12, rel=rel)[0]
+        if _grows_to_zero(xs, d, i1, i1 + 1, i1 - 1, kind, i1 > i0):
+            right = 0.0
+        else:
+            right = shrink_bracket(density, xs[i1 + 1], xs[i1], thr, rounds=12, rel=rel)[0]
         out.append((float(left), float(right)))
     return tuple(out)
+
+
+def _grows_to_zero(xs, d, end, out, inner, kind, long_enough):
+    """An eigenvalue law's run ending at grid point ``end`` whose bracket (towards ``out``) contains 0 and
+    whose density grows towards it: a hard edge at 0 (exactly 0 in the support; verified by
+    :func:`hard_edge_at` on the verified route)."""
+    if kind != "eigenvalues" or not long_enough:
+        return False
+    lo, hi = sorted((xs[end], xs[out]))
+    return lo <= 0 <= hi and d[end] > d[inner]
 
 
 def support_by_folds(system, density, kind, range_, grid, dps, what="the law", hard_edge=None):
@@ -999,13 +1015,11 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
 
     out = []
     for i0, i1, hard_zero in support_runs(xs, d, pos, kind, what):
-        if hard_zero:
-            left = hard(0)
-        elif kind == "eigenvalues" and xs[i0 - 1] <= 0 <= xs[i0] and i1 > i0 and d[i0] > d[i0 + 1]:
+        if hard_zero or _grows_to_zero(xs, d, i0, i0 - 1, i0 + 1, kind, i1 > i0):
             left = hard(0)
         else:
             left = edge(xs[i0 - 1], xs[i0])
-        if kind == "eigenvalues" and xs[i1] <= 0 <= xs[i1 + 1] and i1 > i0 and d[i1] > d[i1 - 1]:
+        if _grows_to_zero(xs, d, i1, i1 + 1, i1 - 1, kind, i1 > i0):
             right = hard(0)
         else:
             right = edge(xs[i1 + 1], xs[i1])
