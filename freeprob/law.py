@@ -535,8 +535,15 @@ class SpectralLaw:
     def _support_dyson(self, dps, grid):
         s = self.scale
         range_ = (-s, s) if self.law == "eigenvalues" else (0.0, s)
-        return support_by_folds(self._numerics, self.density_fast, self.law, range_, grid, dps, self.name,
-                                hard_edge=lambda x0: self._at_zero(dps, hard_edge=True))
+        out = support_by_folds(self._numerics, self.density_fast, self.law, range_, grid, dps, self.name,
+                               hard_edge=lambda x0: self._at_zero(dps, hard_edge=True))
+        if not out:
+            why = (f"the law's scale (a bound {s:.3g} of its support) overflows double precision: its density, "
+                   f"about 1/{s:.3g}, is below what the double-precision scan resolves; rescale the model, or ask "
+                   f"for values at given points with dps=..." if s > 1e12 else
+                   f"no positive density of {self.name} found on [{range_[0]:.6g}, {range_[1]:.6g}]")
+            raise ConvergenceError(why)
+        return out
 
     # -- structure --------------------------------------------------------------
     @property

@@ -131,17 +131,20 @@ def _edge_mass(density, e, cut):
     """Mass of ``density`` between the hard edge ``e`` and ``e + cut`` (``cut`` < 0: to the left).
 
     Next to a hard edge an algebraic density expands as
-    ``c0 h^-gamma + c1 h^(-gamma + 1/q) + ...`` in ``h = |x - e|``, with a
-    rational ``gamma = p/q``. ``gamma`` is read off the values at
-    ``h = |cut|, 2|cut|`` (and must be within 0.02 of a fraction with ``q <= 6``
-    in ``[0, 1)``), ``c0, c1`` are fitted to those two values, the fit must
-    reproduce the value at ``4|cut|`` to ``1e-3`` (the double-precision density
-    is good to about ``1e-4`` this close to a hard edge; the sliver carries about
-    ``sqrt(HARD_CUT)`` of the mass, so that is ``1e-7`` of mass), and the mass is the integral
-    of the two terms. Otherwise :class:`ConvergenceError` says so.
+    ``c0 h^-gamma + c1 h^(-gamma + 1/q) + c2 h^(-gamma + 2/q) + ...`` in
+    ``h = |x - e|``, with a rational ``gamma = p/q`` (any of the ``c_k`` may
+    vanish). ``gamma`` is read off the values at ``h = |cut|, 2|cut|`` (it
+    must be within 0.02 of a fraction with ``q <= 6`` in ``[0, 1)``), the three
+    terms are fitted to the values at ``|cut|, 2|cut|, 4|cut|`` and must
+    reproduce the value at ``8|cut|`` to ``1e-3`` (relative), or
+    :class:`ConvergenceError` says so. Returns ``(mass, error)``: the integral
+    of the three terms, and its difference from that of the two-term fit on
+    ``|cut|, 2|cut|`` as the error estimate (it enters the table's quadrature
+    error, so the mass check accounts for the singular edge).
     """
     h = abs(cut)
-    d = density(np.array([e + cut, e + 2 * cut, e + 4 * cut]))
+    hs = h * np.array([1.0, 2.0, 4.0, 8.0])
+    d = density(e + np.sign(cut) * hs)
     if not (np.isfinite(d).all() and (d > 0).all()):
         raise ConvergenceError(f"the density next to the hard edge {e} could not be verified ({d})")
     g = -np.log2(d[1] / d[0])
@@ -150,15 +153,18 @@ def _edge_mass(density, e, cut):
         raise ConvergenceError(
             f"the density next to the hard edge {e} does not follow a power law |x - e|^-gamma, 0 <= gamma < 1 "
             f"(local exponent {g:.4f})")
-    gam, step = float(gamma), 1.0 / gamma.denominator
-    hs = np.array([h, 2 * h, 4 * h])
-    basis = np.stack([hs ** -gam, hs ** (step - gam)], axis=1)
-    c = np.linalg.solve(basis[:2], d[:2])
-    if abs(basis[2] @ c - d[2]) > 1e-3 * d[2]:
+    powers = -float(gamma) + np.arange(3) / gamma.denominator
+    basis = hs[:, None] ** powers[None, :]
+    c = np.linalg.solve(basis[:3], d[:3])
+    if abs(basis[3] @ c - d[3]) > 1e-3 * d[3]:
         raise ConvergenceError(
-            f"the density next to the hard edge {e} is not the expansion c0 h^-{gamma} + c1 h^(1/{gamma.denominator}"
-            f" - {gamma}) (fit {basis[2] @ c:.8g} against {d[2]:.8g} at h = {4 * h:.3g})")
-    return float(c[0] * h ** (1 - gam) / (1 - gam) + c[1] * h ** (1 - gam + step) / (1 - gam + step))
+            f"the density next to the hard edge {e} is not the expansion sum c_k h^(k/{gamma.denominator} - {gamma}) "
+            f"(fit {basis[3] @ c:.10g} against {d[3]:.10g} at h = {hs[3]:.3g})")
+    mass = float(np.sum(c * h ** (powers + 1) / (powers + 1)))
+    # the error of the truncated expansion: against the two-term fit (on h, 2h)
+    c2 = np.linalg.solve(basis[:2, :2], d[:2])
+    mass2 = float(np.sum(c2 * h ** (powers[:2] + 1) / (powers[:2] + 1)))
+    return mass, abs(mass - mass2)
 
 
 def tabulate(density, intervals, atoms, nodes=2000, mass_tol=1e-6, hard=()):
@@ -193,10 +199,12 @@ def tabulate(density, intervals, atoms, nodes=2000, mass_tol=1e-6, hard=()):
         cut = HARD_CUT * (b - a)
         end_mass = [0.0, 0.0]
         if hl:
-            end_mass[0] = _edge_mass(density, a, cut)
+            end_mass[0], e_err = _edge_mass(density, a, cut)
+            err += e_err
             a = a + cut
         if hr:
-            end_mass[1] = _edge_mass(density, b, -cut)
+            end_mass[1], e_err = _edge_mass(density, b, -cut)
+            err += e_err
             b = b - cut
         cums = []
         for m in (nodes // 2, nodes):
