@@ -349,10 +349,12 @@ def _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade, stride=8):
     Newton straight at the target for the others from the linear interpolation
     of their two neighbouring anchors.
 
-    A result from an interpolated start is kept only if it stays close to the
-    interpolant (within a quarter of the anchors' own difference, which is the
-    scale on which a smooth branch moves between them); otherwise, as near an
-    edge where the branch is not smooth, the point gets a full path of its own.
+    A result from an interpolated start is kept only if the anchors differ by
+    at most a tenth of their size and it stays close to the interpolant
+    (within a quarter of the anchors' own difference, which is the scale on
+    which a smooth branch moves between them); otherwise, as near an edge or
+    an atom where the branch is not smooth, the point gets a full path of its
+    own.
     This keeps every point on the branch continued from ``Im z`` large.
     """
     order = np.argsort(z.real, kind="stable")
@@ -378,7 +380,11 @@ def _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade, stride=8):
     g1, c1, r1, o1 = _newton_fast(fast, g0.copy(), zs[rest], eps_arr, tol=tol)
     c1 &= _halfplane_ok(o1, zs[rest], 1e-8)
     near = np.max(np.abs(g1 - g0), axis=1) <= 0.25 * spread + 1e-8 * (1 + np.max(np.abs(g1), axis=1))
-    good = c1 & near & ok_anchor
+    # anchors that differ by more than a tenth of their size straddle an edge
+    # or an atom: the interpolant is no start there, and a quarter of their
+    # spread would also admit a real solution inside the support
+    smooth = spread <= 0.1 * (1 + np.maximum(np.max(np.abs(ga[lo]), axis=1), np.max(np.abs(ga[hi]), axis=1)))
+    good = c1 & near & ok_anchor & smooth
     g[rest[good]], outs[rest[good]], conv[rest[good]], res[rest[good]] = g1[good], o1[good], True, r1[good]
     redo = rest[~good]
     if len(redo):
