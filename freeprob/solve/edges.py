@@ -93,6 +93,17 @@ def _solve(ctx, a, b, unk):
     return _pinv_solve(ctx, a, b)
 
 
+#: Working precisions are multiples of this many digits, so that the numeric
+#: systems built for one (the sympy -> ball crossing is their costly part) serve
+#: the edges, the atoms and the checks alike.
+_LEVEL = 20
+
+
+def _level(digits):
+    """The working precision level at or above ``digits``."""
+    return _LEVEL * ((int(digits) + _LEVEL - 1) // _LEVEL)
+
+
 def _systems(system):
     """A :class:`NumericSystems` for a substituted ``DysonSystem`` (or the one given)."""
     return system if isinstance(system, NumericSystems) else NumericSystems(system)
@@ -118,8 +129,12 @@ def _fold_jacobian_fast(fast, u, r, c):
     return ((f[:n] - f[n:]) / (2 * h)[:, None]).T
 
 
-def _fold_newton_fast(fast, u, r, c, maxiter=40):
-    """Newton's method on the fold system in double precision; ``(u, jacobian)`` or ``(None, None)``."""
+def _fold_newton_fast(fast, u, r, c, maxiter=40, window=None):
+    """Newton's method on the fold system in double precision; ``(u, jacobian)`` or ``(None, None)``.
+
+    Steps are damped (halved while the residual does not decrease) and, with
+    ``window = (lo, hi)``, kept inside it for the edge's coordinate.
+    """
     jac = None
     for _ in range(maxiter):
         f = _fold_fast(fast, u[None, :], r, c)[0]
@@ -129,11 +144,26 @@ def _fold_newton_fast(fast, u, r, c, maxiter=40):
         try:
             # minimum-norm steps: the fold Jacobian is singular when unknowns are
             # equal by symmetry (identical heads), and consistent with it
-            step = np.linalg.lstsq(jac, f, rcond=1e-10)[0]
+            step = np.linalg.lstsq(jac, f, rcond=1e-7)[0]
         except np.linalg.LinAlgError:
             return None, None
-        u = u - step
-        if np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(u))):
+        # damped: the first steps from a grid point can overshoot into another branch
+        norm = np.max(np.abs(f))
+        lam = 1.0
+        trials = u[None, :] - np.array([2.0 ** -k for k in range(8)])[:, None] * step[None, :]
+        ft = np.max(np.abs(_fold_fast(fast, trials, r, c)), axis=1)
+        good = np.isfinite(ft) & (ft < norm)
+        if window is not None:
+            good &= (trials[:, r] >= window[0]) & (trials[:, r] <= window[1])
+        ok = np.nonzero(good)[0]
+        if not len(ok):
+            if norm < 1e-12:
+                return (u, _fold_jacobian_fast(fast, u, r, c)) if window is None or window[0] <= u[r] <= window[1] \
+                    else (None, None)
+            return None, None
+        lam = 2.0 ** -int(ok[0])
+        u = u - lam * step
+        if lam == 1.0 and np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(u))):
             return u, _fold_jacobian_fast(fast, u, r, c)
     return None, None
 
@@ -144,11 +174,12 @@ def _chord(ctx, mpsys, unk, jinv, r, cq, tol, maxiter=60):
     Returns the new unknowns, or None when the steps stop shrinking by at least a factor 4.
     """
     n = len(unk)
-    jq = [[ctx.mpf(float(jinv[i, j])) for j in range(n)] for i in range(n)]
     last = None
     for _ in range(maxiter):
         f = _fold_residual(mpsys, unk, r, cq)
-        step = [ctx.fsum(jq[i][j] * f[j] for j in range(n)) for i in range(n)]
+        # the step is a small correction: double precision carries all the digits it needs
+        # (16 relative to itself), the residual being evaluated at the working precision
+        step = [ctx.mpf(float(x)) for x in jinv @ np.array([float(x) for x in f])]
         unk = [unk[i] - step[i] for i in range(n)]
         size = max(abs(x) for x in step)
         if size < tol * (1 + max(abs(x) for x in unk)):
@@ -228,10 +259,14 @@ def refine_edge(system, z_out, dps, bracket=None, fallback=True):
     c = v / np.dot(v, v)
     work = dps + guard_digits(dps)
     u0 = np.concatenate([g, [z_out], v])
-    u, jfast = _fold_newton_fast(fast, u0, r, c)
+    window = None
+    if bracket is not None:
+        lo, hi = sorted(bracket)
+        window = (lo - (hi - lo), hi + (hi - lo))
+    u, jfast = _fold_newton_fast(fast, u0, r, c, window=window)
     edges = []
-    for extra in (0, 10):
-        w = work + extra
+    # two working precisions at least 10 digits apart, on the shared levels
+    for w in (_level(work), _level(work) + _LEVEL):
         unk = None
         if u is not None:
             ctx = context(w)
@@ -239,7 +274,7 @@ def refine_edge(system, z_out, dps, bracket=None, fallback=True):
             cq = [ctx.mpf(x) for x in c]
             start = [ctx.mpf(x) for x in u] if not edges else [ctx.mpf(x) for x in edges[-1][1]]
             try:
-                unk = _chord(ctx, mpsys, start, np.linalg.pinv(jfast, rcond=1e-10), r, cq, ctx.mpf(10) ** (-(w - 3)))
+                unk = _chord(ctx, mpsys, start, np.linalg.pinv(jfast, rcond=1e-7), r, cq, ctx.mpf(10) ** (-(w - 3)))
             except (np.linalg.LinAlgError, ConvergenceError):
                 unk = None
         bound = ctx.mpf(10) ** (-(w - 5)) if unk is not None else None
@@ -470,7 +505,7 @@ class _AxisPath:
     def work(self, t):
         decades = max(0.0, float(np.log10(self.scale / float(t)))) if float(t) > 0 else 0.0
         w = self.dps + guard_digits(self.dps) + int(2 * decades) + 10 + self.extra
-        return 10 * ((w + 9) // 10)  # a few precision levels, so their numeric systems are reused
+        return _level(w)
 
     def start(self):
         """Double precision from ``t = scale``: Newton's method along the path while it converges
@@ -509,7 +544,7 @@ class _AxisPath:
 
     def solve(self, t_new, pred, extra=0):
         """Newton at ``z0 + i t_new`` from ``pred``; ``(g, outputs, iterations, ctx)`` or None."""
-        ctx = context(self.work(t_new) + extra)
+        ctx = context(self.work(t_new) + (_LEVEL if extra else 0))
         mpsys = self.systems.mp(ctx)
         t_new = ctx.mpf(t_new)
         # relative residual: the working digits beyond dps + guard absorb the
