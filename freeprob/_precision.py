@@ -82,6 +82,8 @@ def exact(value, what="value"):
 def to_mpf(ctx, value):
     """Convert an exact sympy number (or int, str, float) to an mpf of ``ctx`` at its precision."""
     value = exact(value)
+    if value.is_real is False:
+        raise DomainError(f"expected a real number, got {value}")
     num = sympy.Float(value.evalf(ctx.dps + 5), ctx.dps + 5)
     return ctx.make_mpf(num._mpf_)
 
