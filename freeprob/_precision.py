@@ -74,7 +74,7 @@ def exact(value, what="value"):
     >>> exact("0.2"), exact(0.1), exact("1/3"), exact("1+2j")
     (1/5, 1/10, 1/3, 1 + 2*I)
     """
-    if isinstance(value, sympy.Basic) and isinstance(value, sympy.Expr) and value.is_number:
+    if isinstance(value, sympy.Basic) and isinstance(value, sympy.Expr) and value.is_number and value.is_finite:
         return value
     return read_number(value, what=what, real=False)
 
