@@ -19,13 +19,13 @@ import warnings
 import numpy as np
 import pytest
 import sympy
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import HealthCheck, Phase, assume, given, settings
 from hypothesis import strategies as st
 
 import freeprob as fp
 from freeprob.cli import main
 
-FUZZ = settings(max_examples=40, deadline=None, derandomize=True, database=None,
+FUZZ = settings(max_examples=100, deadline=None, derandomize=True, database=None,
                 phases=[Phase.explicit, Phase.reuse, Phase.generate],
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 
@@ -173,6 +173,14 @@ def test_bounded_resources_are_typed_errors(argv, piece):
     assert code == 2 and piece in err and "internal error" not in err
 
 
+def test_large_inverse_temperature_is_a_warning_or_a_refusal():
+    """exp(2 beta^2) beyond the double range (beta = 346) was an internal error (math range error)."""
+    code, out, err = assert_clean(["attention", "--beta", "346"])
+    assert code == 0 and "RegimeWarning" in err and "name =" in out
+    code, _, err = assert_clean(["attention", "--beta", "346", "--seq-len", "1000000"])
+    assert code == 2 and "outside the regime" in err
+
+
 def test_output_paths(tmp_path):
     """Unwritable output: a folder, a missing folder, an unknown or missing plot format."""
     for args in (["--plot", str(tmp_path)], ["--csv", str(tmp_path)], ["--plot", str(tmp_path / "no" / "x.png")],
@@ -318,9 +326,17 @@ POINTS = st.one_of(NUMBER_TEXT, st.floats(-1e150, 1e150), st.floats(allow_nan=Tr
     st.sampled_from([None, True, np.array([1.0, 2.0]), sympy.nan, sympy.zoo, sympy.I, sympy.Symbol("t")]))
 
 
+def _beyond_1e150(value):
+    try:
+        return abs(complex(value)) > 1e150
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
 @FUZZ
 @given(POINTS, st.integers(1, 60))
 def test_random_points_at_precision(point, dps):
+    assume(not _beyond_1e150(point))  # see test_cauchy_far_away
     for method in (MP.density, MP.cauchy):
         typed_or_value(lambda: method(point, dps=dps))
 
@@ -356,6 +372,11 @@ def test_monte_carlo_arguments_are_typed():
         refused(lambda: fp.check(MP, **{"n": 100, **kwargs}), seconds=20)
     for args in ((0,), (-1,), (2.5,), (True,), (10**7,), (10, -1), (10, "x")):
         refused(lambda: fp.sample_spectrum(MP, *args), seconds=20)
+
+
+def test_infinite_sympy_points():
+    for z in (sympy.zoo, sympy.nan, sympy.oo, sympy.I * sympy.oo):
+        assert "finite" in str(refused(lambda: MP.cauchy(z, dps=20)))
 
 
 def test_complex_point_where_a_real_one_is_needed():
@@ -404,7 +425,7 @@ def test_moment_count_is_checked(k):
 @xfail("no bound on the number of moments: moments(10**6) and exact_moments(10**6) run for minutes")
 @pytest.mark.parametrize("method", ["moments", "exact_moments"])
 def test_moment_count_is_bounded(method):
-    refused(lambda: getattr(MP, method)(10**6), seconds=10)
+    refused(lambda: getattr(MP, method)(10**6), seconds=3)
 
 
 @xfail("dps=0 is taken for 'no dps' (a falsy test in law.py) by moments and support, instead of check_dps refusing it")
@@ -416,7 +437,7 @@ def test_zero_digits_refused(method):
 @xfail("support(grid=...) does not check the grid: 0 and -5 reach numpy (ValueError), 10**8 runs for minutes")
 @pytest.mark.parametrize("grid", [0, -5, 10**8])
 def test_support_grid_checked(grid):
-    refused(lambda: MP.support(grid=grid), seconds=10)
+    refused(lambda: MP.support(grid=grid), seconds=3)
 
 
 @xfail("atoms(candidates=5) iterates over an int (law.py): TypeError")
@@ -433,7 +454,7 @@ def test_quantile_outside_unit_interval(p):
 @xfail("cdf_function(nodes=0) divides by zero (solve/cdf.py); nodes=10**8 runs for minutes")
 @pytest.mark.parametrize("nodes", [0, 10**8])
 def test_cdf_nodes_checked(nodes):
-    refused(lambda: MP.cdf_function(nodes=nodes), seconds=10)
+    refused(lambda: MP.cdf_function(nodes=nodes), seconds=3)
 
 
 @xfail("eigenvalue_law with ratios as a list (dict() of it in law.py) or a string as the expression is a TypeError")
@@ -473,9 +494,11 @@ def test_exact_moments_tiny_ratio():
     assert code == 2 and "internal error" not in err
 
 
-@xfail("G at |z| near 1e308 (dps=29): solve/newton.py converts a NaN step count to int (ValueError)")
-def test_cauchy_far_away():
-    typed_or_value(lambda: MP.cauchy(complex(-6.5856607379300545e221, -1.7976931348623157e308), dps=29))
+@xfail("G or the density at |z| near 1e308: solve/newton.py converts a NaN step count to int (ValueError)")
+@pytest.mark.parametrize("method, point", [("cauchy", complex(-6.5856607379300545e221, -1.7976931348623157e308)),
+                                           ("density", "-1.7976931348623157e+308")])
+def test_cauchy_far_away(method, point):
+    typed_or_value(lambda: getattr(MP, method)(point, dps=30))
 
 
 @xfail("the closed-form route's ConvergenceError names the point as '<function ... <lambda>>' "
