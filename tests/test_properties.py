@@ -44,7 +44,7 @@ from freeprob._precision import context
 from freeprob.expr.tree import expand
 from freeprob.montecarlo.stats import student_t_quantile
 
-FAST_EXAMPLES = 4
+FAST_EXAMPLES = 6
 FULL_EXAMPLES = 250
 
 # no shrinking: a failure is reported as drawn (shrinking a slow example can take many minutes)
@@ -58,7 +58,7 @@ FULL = settings.get_profile("freeprob-full")
 
 #: Monte-Carlo: largest matrix side at size N, replicates at N and at N/2.
 MC_SIDE = 320
-MC_REPS = (8, 16)
+MC_REPS = (20, 40)
 #: Comparisons a full run makes (real and imaginary part per expression, two tests): the Bonferroni count.
 COMPARISONS = 2 * 2 * FULL_EXAMPLES
 LEVEL = 1e-3
