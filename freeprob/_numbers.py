@@ -447,6 +447,37 @@ def check_structure(expr, x, params, what):
             raise DomainError(f"the function {node.func} in {what} is not allowed; allowed functions: {_ALLOWED_TEXT}")
         if isinstance(node, (sympy.Integral, sympy.Derivative, sympy.Piecewise)):
             raise DomainError(f"{type(node).__name__} is not allowed in {what}")
+    _check_growth(expr, x, what)
+
+
+def _exponentials(expr, x):
+    """Subexpressions of ``expr`` that grow exponentially in ``x``: exp, cosh, sinh of something in ``x``,
+    and powers whose exponent depends on ``x``."""
+    out = []
+    for node in sympy.preorder_traversal(expr):
+        if isinstance(node, (sympy.exp, sympy.cosh, sympy.sinh)) and node.args[0].has(x):
+            out.append(node)
+        elif isinstance(node, sympy.Pow) and node.exp.has(x):
+            out.append(node)
+    return out
+
+
+def _check_growth(expr, x, what):
+    """Refuse an exponential of an exponential (``exp(exp(x))``, ``2**exp(x)``, ``cosh(cosh(x))``) and ``x**x``.
+
+    Their values at the far nodes of the Gaussian quadrature (``|x|`` near
+    ``10^dps``) have exponents that no arbitrary-precision number holds.
+    """
+    for node in _exponentials(expr, x):
+        inner = node.args[0] if not isinstance(node, sympy.Pow) else node.exp
+        if isinstance(node, sympy.Pow) and node.base.has(x):
+            raise DomainError(f"{node} in {what}: a power whose base and exponent both depend on {x} is not "
+                              f"supported; write it as exp(...) of a function of {x}")
+        nested = _exponentials(inner, x)
+        if nested:
+            raise DomainError(f"{node} in {what}: an exponential of an exponential ({nested[0]} inside it) grows too "
+                              f"fast for the Gaussian integrals freeprob computes; use a nonlinearity whose "
+                              f"exponentials have arguments without exp, cosh, sinh or powers in {x}")
 
 
 def parse_nonlinearity(text, x="x"):

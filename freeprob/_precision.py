@@ -87,7 +87,7 @@ def exact(value, what="value"):
     >>> exact("0.2"), exact(0.1), exact("1/3"), exact("1+2j")
     (1/5, 1/10, 1/3, 1 + 2*I)
     """
-    if isinstance(value, sympy.Basic) and isinstance(value, sympy.Expr) and value.is_number:
+    if isinstance(value, sympy.Basic) and isinstance(value, sympy.Expr) and value.is_number and value.is_finite:
         return value
     return read_number(value, what=what, real=False)
 
@@ -95,6 +95,8 @@ def exact(value, what="value"):
 def to_mpf(ctx, value):
     """Convert an exact sympy number (or int, str, float) to an mpf of ``ctx`` at its precision."""
     value = exact(value)
+    if value.is_real is False:
+        raise DomainError(f"expected a real number, got {value}")
     num = sympy.Float(value.evalf(ctx.dps + 5), ctx.dps + 5)
     return ctx.make_mpf(num._mpf_)
 

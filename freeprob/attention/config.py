@@ -12,6 +12,7 @@ import sympy
 
 from .._errors import DomainError, RegimeError, ShapeError
 from .._numbers import read_number
+from ..expr.modelfile import MAX_TERMS
 
 __all__ = [
     "PATTERNS",
@@ -224,7 +225,8 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
     Raises
     ------
     DomainError
-        Bad sizes, ``beta = 0``, unknown pattern, ``H`` not divisible by ``G``.
+        Bad sizes, ``beta = 0``, unknown pattern, ``H`` not divisible by ``G``,
+        more than :data:`~freeprob.expr.modelfile.MAX_TERMS` heads.
     ShapeError
         ``tied-kv`` with ``d_v != d_h``.
     RegimeError
@@ -237,6 +239,9 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
     ('gqa:2', 2, 3/2, 1/2)
     """
     heads = positive_int("heads", heads)
+    if heads > MAX_TERMS:
+        # the model file of the configuration (emit_model) holds at most MAX_TERMS terms
+        raise DomainError(f"heads must be at most {MAX_TERMS} (the limit on the terms of a model file), got {heads}")
     name, groups, _ = head_plan(pattern, heads)
     b = beta_value(beta)
     lr = _ratio_value(l, "l")

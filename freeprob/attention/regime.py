@@ -60,7 +60,12 @@ def regime_parameter(beta, seq_len):
     """
     b = float(beta_value(beta))
     n = positive_int("seq_len", seq_len)
-    return math.exp(2 * b * b) / n
+    return _exp(2 * b * b) / n
+
+
+def _exp(x):
+    """``exp(x)`` as a float, ``inf`` beyond the double range (math.exp raises there)."""
+    return math.exp(x) if x < 709 else math.inf
 
 
 def check_regime(beta, seq_len=None, head_dim=None):
@@ -129,7 +134,7 @@ def check_regime(beta, seq_len=None, head_dim=None):
             )
     if seq_len is None:
         if abs(float(b)) > BETA_WARN:
-            lmin = 20 * math.exp(2 * float(b) ** 2)
+            lmin = 20 * _exp(2 * float(b) ** 2)
             warnings.warn(
                 f"beta = {b} is large compared with 1: the Gaussian-equivalent law is the l -> infinity limit, "
                 f"approached (corrections exp(2 beta^2)/l <= {REGIME_WARN}) only for sequence lengths "
@@ -142,7 +147,7 @@ def check_regime(beta, seq_len=None, head_dim=None):
     eps = regime_parameter(b, seq_len)
     fb = float(b)
     beta_max = math.sqrt(math.log(seq_len) / 2)
-    lmin = math.exp(2 * fb * fb)
+    lmin = _exp(2 * fb * fb)
     if eps > REGIME_REFUSE:
         raise RegimeError(
             f"beta = {b} at sequence length l = {seq_len} is outside the regime of Gaussian equivalence: "

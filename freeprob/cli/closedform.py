@@ -16,7 +16,7 @@ import sympy
 
 from .._errors import EliminationError, FreeProbError
 from .._precision import check_dps, context, mp_to_str, to_mpf
-from .common import model_of
+from .common import MAX_DPS, MAX_MOMENTS, integer_in, model_of
 from .. import law_of
 
 __all__ = ["polynomial_report", "moments_report", "add_closedform_parsers", "cmd_moments"]
@@ -202,9 +202,9 @@ def add_closedform_parsers(subparsers):
     """
     s = subparsers.add_parser("moments", help="exact moments from the algebraic equation of G")
     s.add_argument("model", help="a model file (.toml) or the name of a built-in model")
-    s.add_argument("-k", type=int, default=8, help="number of moments (default 8)")
+    s.add_argument("-k", type=integer_in(1, MAX_MOMENTS, "-k"), default=8, help="number of moments (default 8)")
     s.add_argument("--exact", action="store_true", help="exact rationals p/q instead of decimals")
     s.add_argument("--json", action="store_true")
-    s.add_argument("--dps", type=int, default=15, help="digits of decimal output (default 15)")
+    s.add_argument("--dps", type=integer_in(1, MAX_DPS, "--dps"), default=15, help="digits of decimal output (default 15)")
     s.add_argument("--set", action="append", metavar="NAME=VALUE", help="override a dimension ratio or parameter")
     s.set_defaults(func=cmd_moments)

@@ -11,6 +11,7 @@ from .._precision import mp_to_str
 __all__ = [
     "MAX_DPS",
     "MAX_GRID",
+    "MAX_MOMENTS",
     "check_output_paths",
     "grid_spec",
     "integer_in",
@@ -51,6 +52,8 @@ def number_text(x, dps):
 MAX_DPS = 2000
 #: Largest grid the command line tabulates.
 MAX_GRID = 100000
+#: Most moments the command line computes (``law --moments``, ``moments -k``).
+MAX_MOMENTS = 200
 
 
 def integer_in(lo, hi, what):

@@ -31,6 +31,7 @@ from .closedform import add_closedform_parsers, polynomial_report
 from .plots import ascii_plot, plot_check, plot_density
 from .common import (
     MAX_DPS,
+    MAX_MOMENTS,
     check_output_paths,
     grid_spec,
     integer_in,
@@ -287,7 +288,7 @@ def build_parser():
     model_args(s)
     s.add_argument("--grid", type=grid_spec, help="A:B:N")
     s.add_argument("--dps", type=integer_in(1, MAX_DPS, "--dps"))
-    s.add_argument("--moments", type=integer_in(0, 200, "--moments"), default=4)
+    s.add_argument("--moments", type=integer_in(0, MAX_MOMENTS, "--moments"), default=4)
     s.add_argument("--csv")
     s.add_argument("--plot")
     s.set_defaults(func=cmd_law)

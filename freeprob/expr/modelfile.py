@@ -93,8 +93,10 @@ freeprob._errors.ModelFileError: m.toml: [expression] the name 'h' is not define
 """
 
 import ast
+import os
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from types import MappingProxyType
 
@@ -146,6 +148,8 @@ class Model:
 
     def with_values(self, overrides):
         """A copy with some dimensions or parameters replaced (``{name: value}``)."""
+        if not isinstance(overrides, Mapping):
+            raise DomainError(f"with_values expects a mapping {{name: value}}, got {overrides!r}")
         ratios = dict(self.ratios)
         params = dict(self.params)
         by_name = {str(k): k for k in list(ratios) + list(params)}
@@ -574,6 +578,8 @@ def parse_model(data, where="<model>"):
 
 def load_model(path):
     """Read a model file (TOML)."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise ModelFileError(f"expected the path of a model file, got {path!r}")
     path = Path(path)
     if path.is_dir():
         raise ModelFileError(f"{path}: is a folder, not a model file; give the path of a .toml file")
@@ -611,6 +617,8 @@ def builtin_models():
 
 def find_model(spec):
     """A :class:`Model` from a path or a built-in name."""
+    if not isinstance(spec, (str, os.PathLike)):
+        raise ModelFileError(f"expected the path of a model file or the name of a built-in model, got {spec!r}")
     p = Path(spec)
     if p.suffix == ".toml" or p.exists():
         return load_model(p)

@@ -54,10 +54,20 @@ LAWS = ("eigenvalues", "squared-singular-values")
 def dims(names):
     """Dimension symbols, one per name (positive sympy symbols).
 
+    ``names`` is one string of identifiers separated by spaces or commas.
+
     >>> p, n = dims("p n")
     >>> p.is_positive
     True
     """
+    if not isinstance(names, str):
+        raise DomainError(f"dims: expected a string of names such as \"p n\", got {names!r}")
+    parts = names.replace(",", " ").split()
+    if not parts:
+        raise DomainError(f"dims: no dimension names in {names!r}; give names such as \"p n\"")
+    bad = [t for t in parts if not t.isidentifier()]
+    if bad:
+        raise DomainError(f"dims: {bad[0]!r} is not a name (letters, digits and _, not starting with a digit)")
     out = sympy.symbols(names, positive=True)
     return out
 
@@ -128,7 +138,7 @@ class Expr:
     def __truediv__(self, other):
         c = as_scalar(other, f"dividing {self}")
         if c == 0:
-            raise ZeroDivisionError(f"division of {self} by zero")
+            raise DomainError(f"division of {self} by zero")
         return Scaled.of(1 / c, self)
 
     @property
@@ -205,10 +215,11 @@ class Matrix(Expr):
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
-            raise ValueError(f"matrix name must be an identifier, got {self.name!r}")
+            raise DomainError(f"matrix name must be an identifier (letters, digits and _, not starting with a digit), "
+                              f"got {self.name!r}")
         if self.kind not in KINDS:
-            raise ValueError(f"matrix {self.name}: kind must be one of {KINDS}, got {self.kind!r}")
-        if len(self.shape) != 2:
+            raise DomainError(f"matrix {self.name}: kind must be one of {KINDS}, got {self.kind!r}")
+        if not isinstance(self.shape, tuple) or len(self.shape) != 2:
             raise ShapeError(f"matrix {self.name}: shape must be (rows, cols), got {self.shape!r}")
         for s in self.shape:
             _check_dim(s, f"matrix {self.name}")
@@ -217,7 +228,10 @@ class Matrix(Expr):
                 f"matrix {self.name}: a {self.kind} matrix is square, got shape "
                 f"({self.shape[0]}, {self.shape[1]})"
             )
-        var = as_scalar(self.variance, f"variance of {self.name}")
+        try:
+            var = as_scalar(self.variance, f"variance of {self.name}")
+        except TypeError as exc:
+            raise DomainError(str(exc)) from None
         object.__setattr__(self, "variance", var)
         if var.is_number and (not var.is_real or var <= 0):
             raise DomainError(f"matrix {self.name}: variance must be positive, got {var}")
@@ -246,7 +260,14 @@ def gaussian(name, shape, variance=1):
     variance : scalar, optional
         Entry variance, an expression in dimensions and parameters (default 1).
     """
-    return Matrix(name, tuple(shape), "gaussian", variance)
+    return Matrix(name, _shape(name, shape), "gaussian", variance)
+
+
+def _shape(name, shape):
+    """``shape`` as a tuple (ShapeError when it is not a sequence)."""
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise ShapeError(f"matrix {name}: shape must be (rows, cols), two symbols made by fp.dims, got {shape!r}")
+    return tuple(shape)
 
 
 def wigner(name, dim, variance=1):

@@ -23,10 +23,22 @@ import numpy as np
 import sympy
 
 from .._errors import DomainError
-from .sample import check_sample_size, sample_spectrum
+from .sample import check_sample_size, generator, sample_spectrum
 from .stats import ks_distance, student_t_quantile
 
-__all__ = ["CheckReport", "check"]
+__all__ = ["MAX_MOMENTS", "MAX_REPS", "CheckReport", "check"]
+
+#: Most replicates and moments one check takes.
+MAX_REPS = 1000
+MAX_MOMENTS = 200
+
+
+def _integer(k):
+    return isinstance(k, (int, np.integer)) and not isinstance(k, bool)
+
+
+def _probability(p):
+    return isinstance(p, (int, float, np.floating)) and not isinstance(p, bool) and 0 < p < 1
 
 
 @dataclass(frozen=True)
@@ -81,12 +93,19 @@ def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.7
 
     Returns a :class:`CheckReport`; its ``samples`` hold the spectra at ``n``.
     """
-    if reps < 3:
-        raise DomainError(f"the check needs at least 3 replicates to estimate standard errors, got {reps}")
-    if n < 20:
-        raise DomainError(f"the check needs n >= 20, got {n}")
+    if not _integer(reps) or not 3 <= reps <= MAX_REPS:
+        raise DomainError(f"the check needs an integer number of replicates between 3 (to estimate standard errors) "
+                          f"and {MAX_REPS}, got {reps!r}")
+    if not _integer(n) or n < 20:
+        raise DomainError(f"the check needs an integer size n >= 20, got {n!r}")
+    if not _integer(moments) or not 0 <= moments <= MAX_MOMENTS:
+        raise DomainError(f"the check compares between 0 and {MAX_MOMENTS} moments, got {moments!r}")
+    if not _probability(level):
+        raise DomainError(f"the family-wise level must be a number strictly between 0 and 1, got {level!r}")
+    if not all(_probability(p) for p in quantiles):
+        raise DomainError(f"quantiles must be numbers strictly between 0 and 1, got {quantiles!r}")
     check_sample_size(law, n)
-    rng = np.random.default_rng(seed)
+    rng = generator(seed)
     cdf = law.cdf_function()
     theory_m = [float(sympy.re(sympy.N(m))) if isinstance(m, sympy.Basic) else float(m) for m in law.moments(moments) ]
     # quantiles of the absolutely continuous part, so that no point sits on an atom

@@ -13,11 +13,35 @@ import sympy
 from .._errors import DomainError
 from ..expr.tree import Matrix, Product, Scaled, Sum, Transpose
 
-__all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "sample_bytes", "sample_matrix", "sample_spectrum", "sizes_for",
-           "spawn_generators"]
+__all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "generator", "sample_bytes", "sample_matrix", "sample_spectrum",
+           "sizes_for", "spawn_generators"]
 
 #: Most memory one sample may hold (bytes of its matrices, see :func:`sample_bytes`): 10 GiB.
 MAX_SAMPLE_BYTES = 10 * 2 ** 30
+
+
+def _seed(seed, what):
+    """``seed`` if numpy can seed from it (None, an int >= 0, a SeedSequence or a Generator), else DomainError."""
+    if seed is None or isinstance(seed, (np.random.SeedSequence, np.random.Generator)):
+        return seed
+    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
+        raise DomainError(f"{what} must be a non-negative integer (or None), got {seed!r}")
+    return int(seed)
+
+
+def generator(seed, what="seed"):
+    """A numpy Generator from ``seed`` (None, an int >= 0, a SeedSequence or a Generator); DomainError otherwise.
+
+    Examples
+    --------
+    >>> int(generator(0).integers(10)) == int(generator(0).integers(10))
+    True
+    >>> generator(-1)
+    Traceback (most recent call last):
+    ...
+    freeprob._errors.DomainError: seed must be a non-negative integer (or None), got -1
+    """
+    return np.random.default_rng(_seed(seed, what))
 
 
 def spawn_generators(seed, count):
@@ -29,13 +53,16 @@ def spawn_generators(seed, count):
     >>> len(rngs), seq.entropy
     (2, 0)
     """
+    seed = _seed(seed, "seed")
+    if isinstance(seed, np.random.Generator):
+        raise DomainError("seed: give an integer or a SeedSequence to spawn independent generators, not a Generator")
     seq = seed if isinstance(seed, np.random.SeedSequence) else np.random.SeedSequence(seed)
     return seq, [np.random.default_rng(s) for s in seq.spawn(count)]
 
 
 def sizes_for(law, n):
     """Integer sizes ``{dimension: round(ratio * n)}`` (at least 1)."""
-    if n < 1:
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise DomainError(f"the Monte-Carlo size must be a positive integer, got {n}")
     return {s: max(1, int(round(float(r) * n))) for s, r in law.ratios.items()}
 
@@ -104,7 +131,7 @@ def sample_matrix(law, n, rng=None):
         (:func:`check_sample_size`), before anything is drawn.
     """
     check_sample_size(law, n)
-    rng = np.random.default_rng(rng)
+    rng = generator(rng, "rng")
     sizes = sizes_for(law, n)
     values = dict(law.params)
     values.update({s: sympy.Integer(k) for s, k in sizes.items()})
