@@ -34,10 +34,14 @@ from .solve.newton import solve_fast, solve_point
 from .solve.numeric import NumericSystems
 from .solve.series import series_coefficients, series_moments, system_domain
 
-__all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "norm_bound", "rank_bound",
+__all__ = ["MAX_GRID", "MAX_MOMENTS", "POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "norm_bound", "rank_bound",
            "singular_value_law"]
 
 
+#: Most moments a law computes in one call (the series costs grow like its square).
+MAX_MOMENTS = 200
+#: Largest grid or number of quadrature nodes a law tabulates.
+MAX_GRID = 100000
 #: Default route for support and atoms: systems with more unknowns skip the
 #: polynomial (elimination) route. Measured: 6-12 unknowns eliminate in
 #: 0.1-1.6 s; the 20-unknown two-head attention system had not finished after
@@ -45,6 +49,31 @@ __all__ = ["POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of",
 POLYNOMIAL_MAX_UNKNOWNS = 16
 
 _METHODS = (None, "dyson", "polynomial")
+
+
+def _mapping(value, what):
+    """``value`` as a dict (None is empty); anything but a mapping is a :class:`DomainError`."""
+    if value is None:
+        return {}
+    if not hasattr(value, "items"):
+        raise DomainError(f"{what} must be a mapping {{dimension or name: value}}, got {type(value).__name__} "
+                          f"{value!r}")
+    return dict(value.items())
+
+
+def _count(value, what, lo, hi):
+    """An int in ``[lo, hi]`` (no bool, no float), or :class:`DomainError` naming ``what`` and the limits."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise DomainError(f"{what} must be an integer between {lo} and {hi}, got {value!r}")
+    value = int(value)
+    if not lo <= value <= hi:
+        raise DomainError(f"{what} must be between {lo} and {hi}, got {value}")
+    return value
+
+
+def _dps_or_default(dps, default=15):
+    """``check_dps(dps)``, with None meaning ``default`` (0 is refused, not taken for None)."""
+    return check_dps(default if dps is None else dps)
 
 
 def _read_values(expr, ratios, params):
@@ -59,7 +88,7 @@ def _read_values(expr, ratios, params):
         return sym
 
     exact_ratios = {}
-    for key, value in dict(ratios or {}).items():
+    for key, value in _mapping(ratios, "ratios").items():
         sym = symbol(key, f"ratio given for {key}, which is not a dimension of")
         v = read_number(value, what=f"ratio of {key}")
         if not v > 0:
@@ -69,7 +98,7 @@ def _read_values(expr, ratios, params):
     if missing:
         raise DomainError(f"no ratio given for the dimension(s) {', '.join(missing)} of {expr}")
     exact_params = {}
-    for key, value in dict(params or {}).items():
+    for key, value in _mapping(params, "params").items():
         sym = symbol(key, f"value given for {key}, which does not occur in")
         exact_params[sym] = read_number(value, what=f"parameter {key}")
     dimensions = tuple(dims) + tuple(s for s in exact_ratios if s not in dims)
@@ -224,8 +253,13 @@ class SpectralLaw:
 
     def __init__(self, expr, law="eigenvalues", ratios=None, params=None, name=None, symmetry=True):
         if not isinstance(expr, Expr):
-            raise TypeError(f"expected a matrix expression, got {expr!r}")
-        leaves(expr)  # raises on clashing names
+            raise DomainError(f"expected a matrix expression (built from fp.gaussian, fp.wigner, ...), got "
+                              f"{type(expr).__name__} {expr!r}")
+        if law not in ("eigenvalues", "squared-singular-values"):
+            raise DomainError(f"law must be 'eigenvalues' or 'squared-singular-values', got {law!r}")
+        if not any(leaf.kind in ("gaussian", "wigner") for leaf in leaves(expr)):  # raises on clashing names
+            raise DomainError(f"{expr} has no Gaussian or Wigner matrix: a deterministic expression has no "
+                              f"random-matrix law to compute (its spectrum is its own)")
         exact_ratios, exact_params, dimensions = _read_values(expr, ratios, params)
         init = object.__setattr__
         init(self, "expr", expr)
@@ -304,6 +338,8 @@ class SpectralLaw:
         wrong half-plane; typically exactly at an atom) are NaN.
         """
         z = np.atleast_1d(np.asarray(z, dtype=complex))
+        if z.size == 0:
+            return np.zeros(0, dtype=complex)
         flip = z.imag < 0
         w = np.where(flip, np.conj(z), z)
         zs = self._to_system_z(w)
@@ -317,7 +353,7 @@ class SpectralLaw:
         zs = np.where(hold, 1j * eta, np.where(near, zs.real + 0j, zs))
         _, outs, conv, res = solve_fast(self.fast, zs, raise_on_failure=False)
         g = self._from_outputs(zs, outs)
-        g = np.where(conv, g, np.nan)
+        g = np.where(conv, g, complex(np.nan, np.nan))  # NaN in both parts: an unverified density is NaN, not 0
         return np.where(flip, np.conj(g), g)
 
     def density_fast(self, x):
@@ -372,10 +408,12 @@ class SpectralLaw:
         """
         if self._route(method) == "polynomial":
             with shared_precision():
-                return polynomial_cauchy(self.closed_form_data, z, dps=check_dps(dps or 15))
+                return polynomial_cauchy(self.closed_form_data, z, dps=_dps_or_default(dps))
         if dps is None:
             # one reader for every spelling of a point (a string such as "1 + 0.5*I" included)
-            return complex(self.cauchy_fast(np.array([complex(to_mpc(context(20), z))]))[0])
+            g = complex(self.cauchy_fast(np.array([complex(to_mpc(context(20), z))]))[0])
+            # a point the double-precision path cannot verify is solved (and verified) in mpmath
+            return g if np.isfinite(g) else complex(self.cauchy(z, dps=15))
         dps = check_dps(dps)
         ctx = context(dps + guard_digits(dps))
         zq = to_mpc(ctx, z)
@@ -394,9 +432,11 @@ class SpectralLaw:
         """
         if self._route(method) == "polynomial":
             with shared_precision():
-                return polynomial_density(self.closed_form_data, x, dps=check_dps(dps or 15))
+                return polynomial_density(self.closed_form_data, x, dps=_dps_or_default(dps))
         if dps is None:
-            return float(self.density_fast(np.array([float(x)]))[0])
+            d = float(self.density_fast(np.array([float(read_number(x, what="density point"))]))[0])
+            # a point the double-precision path cannot verify is solved (and verified) in mpmath
+            return d if np.isfinite(d) else float(self.density(x, dps=15))
         return self._density_point(x, dps, cauchy=False)[0]
 
     def density_and_cauchy(self, x, dps):
@@ -428,6 +468,9 @@ class SpectralLaw:
         None); otherwise mpf values correct to ``10^-dps`` (default 15), checked
         by a second computation with 10 more digits.
         """
+        k = _count(k, "the number of moments", 0, MAX_MOMENTS)
+        if dps is not None:
+            dps = check_dps(dps)
         return series_moments(self.numeric_system, k, 1 if self.law == "eigenvalues" else 2, dps)
 
     def _moments_float(self, k):
@@ -451,7 +494,7 @@ class SpectralLaw:
     def _route(self, method, auto=False):
         """``"dyson"``, ``"polynomial"``, or for ``auto`` and ``method=None`` ``"auto"``."""
         if method not in _METHODS:
-            raise ValueError(f"method must be 'dyson' or 'polynomial', got {method!r}")
+            raise DomainError(f"method must be 'dyson', 'polynomial' or None, got {method!r}")
         if method is None:
             return "auto" if auto else "dyson"
         return method
@@ -501,6 +544,7 @@ class SpectralLaw:
         """Moments ``(m_1, ..., m_k)`` from the series at infinity of :meth:`polynomial`'s branch
         (:func:`freeprob.scalar.closedform.exact_moments`): exact numbers, or with
         ``symbolic=True`` rational functions of the ratios and parameters."""
+        k = _count(k, "the number of moments", 0, MAX_MOMENTS)
         return exact_moments(self.closed_form_data, k, symbolic=symbolic)
 
     def support(self, dps=None, grid=401, method=None):
@@ -518,7 +562,8 @@ class SpectralLaw:
         Dyson route cannot verify an edge and elimination finishes within 30
         seconds (systems of at most :data:`POLYNOMIAL_MAX_UNKNOWNS` unknowns).
         """
-        dps = check_dps(dps or 15)
+        dps = _dps_or_default(dps)
+        grid = _count(grid, "grid", 16, MAX_GRID)
         self.scale  # a scale that overflows double precision is refused before either route
         out = self._closed_or_dyson(
             method,
@@ -617,7 +662,9 @@ class SpectralLaw:
         polynomial route when the Dyson route cannot verify a mass and
         elimination finishes within 30 seconds.
         """
-        dps = check_dps(dps or 15)
+        dps = _dps_or_default(dps)
+        if isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__iter__"):
+            raise DomainError(f"candidates must be a sequence of points (default (0,)), got {candidates!r}")
 
         def closed(data):
             ctx = context(dps + guard_digits(dps))
@@ -647,6 +694,8 @@ class SpectralLaw:
         mass is not one, so a missed piece of support or a wrong atom never
         goes unnoticed.
         """
+        nodes = _count(nodes, "nodes", 16, MAX_GRID)
+        grid = _count(grid, "grid", 16, MAX_GRID)
         if atoms is None:
             try:
                 atoms = self.atoms()
@@ -663,8 +712,11 @@ class SpectralLaw:
         return self._cache.get(("cdf", nodes, atoms, grid), build)
 
     def quantile(self, p):
-        """The ``p``-quantile of the law (double precision)."""
-        return self.cdf_function().quantile(p)
+        """The ``p``-quantile of the law (double precision), ``0 <= p <= 1``."""
+        q = read_number(p, what="quantile level p")
+        if not 0 <= q <= 1:
+            raise DomainError(f"quantile level p must be between 0 and 1, got {p!r}")
+        return self.cdf_function().quantile(float(q))
 
     def __repr__(self):
         r = ", ".join(f"{k}={v}" for k, v in self.ratios.items())
@@ -688,7 +740,7 @@ def _closed_form_data(law):
         return [coeffs[step * j + 1][0] for j in range(1, k + 1)]
 
     def reference(z, dps):
-        return solve_point(law._numerics, lambda ctx: ctx.mpc(z), dps)
+        return solve_point(law._numerics, lambda ctx: ctx.mpc(z), dps, where=z)
 
     return LawData(law.name, law.law, law.system, numeric, MappingProxyType(law.values()), moments, series_moments_of,
                    reference)

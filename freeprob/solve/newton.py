@@ -128,6 +128,14 @@ def _advance(fast, g, z0, e0, z1, e1, depth, tol, verify=True):
     return g1, conv, res
 
 
+#: Times a real point refused on the axis is brought 1000 times nearer to it and tried again.
+AXIS_RETRIES = 3
+
+#: Largest |z| the double-precision solve takes: its path starts at twice the
+#: largest point, and squares of the unknowns must stay finite.
+MAX_POINT = 1e150
+
+
 def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, raise_on_failure=True, anchors=True,
                polish=True, axis_offset=1e-12):
     """Solve at every point of ``z`` (Im z >= 0) in double precision.
@@ -179,12 +187,14 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
         in ``converged``), or when a point is not finite.
     """
     z = np.atleast_1d(np.asarray(z, dtype=complex))
-    if not np.all(np.isfinite(z)):
-        bad = z[~np.isfinite(z)][0]
+    with np.errstate(over="ignore", invalid="ignore"):
+        too_far = ~np.isfinite(z) | ~(np.abs(z) <= MAX_POINT)
+    if too_far.any():
+        bad = z[too_far][0]
         raise ConvergenceError(
-            f"a point of the double-precision solve is not finite ({bad}): the law's scale overflows double "
-            f"precision (its high moments, which set the search range, are beyond 1e308); rescale the model, "
-            f"or ask for values at given points with dps=...",
+            f"a point of the double-precision solve is not finite or beyond {MAX_POINT:.0e} ({bad}): either the "
+            f"point is too far out (G(z) is 1/z to double precision there), or the law's scale overflows double "
+            f"precision (its high moments, which set the search range, are beyond 1e308; rescale the model)",
             point=complex(bad),
         )
     P = len(z)
@@ -210,6 +220,22 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
             _polish_into(fast, g, outs, res, again, zt, eps_arr)
             todo[again] = False
             at_axis[again[_to_axis(fast, g, outs, res, again, z, eps_arr, tol)]] = True
+        # still refused: the offset h may be large against the width of the law
+        # (a law 4e-10 wide moved by 5e-3 of G between x + ih and x); come down
+        # towards the axis by factors of 1000 and try again each time
+        left = on[~at_axis[on]]
+        for _ in range(AXIS_RETRIES):
+            if not polish or not len(left):
+                break
+            zl = z[left] + 1j * (zt[left].imag * 1e-3)
+            g1, c1, r1, o1 = _newton_fast(fast, g[left].copy(), zl, eps_arr[left], tol=tol)
+            c1 &= _halfplane_ok(o1, zl, 1e-8)
+            moved = left[c1]
+            g[moved], outs[moved], res[moved], zt[moved] = g1[c1], o1[c1], r1[c1], zl[c1]
+            _polish_into(fast, g, outs, res, moved, zt, eps_arr)
+            kept = _to_axis(fast, g, outs, res, moved, z, eps_arr, tol)
+            at_axis[moved[kept]] = True
+            left = moved[~kept]
     if polish and todo.any():
         _polish_into(fast, g, outs, res, np.flatnonzero(todo), zt, eps_arr)
     if polish and conv.any():
