@@ -13,6 +13,7 @@ __all__ = [
     "DomainError",
     "ConvergenceError",
     "RegimeError",
+    "EquivalenceError",
     "RegimeWarning",
     "ModelFileError",
     "EliminationError",
@@ -76,6 +77,24 @@ class ConvergenceError(FreeProbError, ArithmeticError):
 
 class RegimeError(FreeProbError, ValueError):
     """A model outside the regime where the limiting law is valid."""
+
+
+class EquivalenceError(RegimeError):
+    """An entrywise function whose argument or form is outside the regime of its Gaussian equivalent.
+
+    Attributes
+    ----------
+    condition : str
+        The condition that fails: ``"independent-product"`` (the argument is
+        not a product of independent Gaussian factors: a Gram-type argument
+        that repeats a matrix, a Wigner or identity factor, a nested
+        entrywise function), ``"growth"`` (the function is not of polynomial
+        growth) or ``"real"`` (it is not real on the real line).
+    """
+
+    def __init__(self, message, condition=None):
+        super().__init__(message)
+        self.condition = condition
 
 
 class RegimeWarning(UserWarning):

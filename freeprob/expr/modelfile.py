@@ -354,7 +354,7 @@ class MatrixGrammar(ScalarGrammar):
                     raise ShapeError(f"{self.where}: [{self.key}] the terms of sum({i}, ...) have different shapes: "
                                      f"{values[0]} is ({values[0].shape[0]}, {values[0].shape[1]}), {v} is "
                                      f"({v.shape[0]}, {v.shape[1]})")
-                terms.extend(v.terms if isinstance(v, Sum) else (v,))
+                terms.extend(v.terms if type(v) is Sum else (v,))
             return terms[0] if len(terms) == 1 else Sum(tuple(terms))
         if any(matrices):
             self.fail(f"the terms of sum({i}, ...) mix matrices and scalars")

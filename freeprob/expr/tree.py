@@ -153,10 +153,21 @@ class Expr:
         """A new networkx DiGraph of this expression (see :func:`expression_graph`)."""
         return expression_graph(self)
 
+    def real_children(self):
+        """Operands the finite-size matrix depends on beyond :meth:`children`.
+
+        ``children()`` is what the engine reduces; for an entrywise function
+        (:class:`~freeprob.expr.entrywise.Entrywise`) that is its Gaussian
+        equivalent, and its argument is a real child: Monte-Carlo evaluates
+        it, and its dimensions and scalars belong to the model. Empty for
+        every other node.
+        """
+        return ()
+
     def free_scalars(self):
-        """Symbols in scalar coefficients and variances (dimensions and parameters)."""
+        """Symbols in scalar coefficients and variances (dimensions and parameters), real children included."""
         out = set()
-        for node in _walk(self):
+        for node in _walk(self, real=True):
             if isinstance(node, Scaled):
                 out |= node.coeff.free_symbols
             elif isinstance(node, Matrix):
@@ -165,21 +176,23 @@ class Expr:
         return out
 
     def dimensions(self):
-        """The dimension symbols the expression's leaves live on."""
+        """The dimension symbols the expression's leaves live on (real children included)."""
         out = []
-        for leaf in leaves(self):
-            for s in leaf.shape:
-                if s not in out:
-                    out.append(s)
+        for node in _walk(self, real=True):
+            if isinstance(node, Matrix):
+                for s in node.shape:
+                    if s not in out:
+                        out.append(s)
         return out
 
 
-def _walk(expr):
+def _walk(expr, real=False):
+    """Every node of ``expr``, depth first; with ``real``, also the real children (:meth:`Expr.real_children`)."""
     stack = [expr]
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(reversed(node.children()))
+        stack.extend(reversed(node.children() + (node.real_children() if real else ())))
 
 
 def _check_dim(s, what):
@@ -270,7 +283,8 @@ class Sum(Expr):
                 f"cannot add {a} (shape ({a.shape[0]}, {a.shape[1]})) and "
                 f"{b} (shape ({b.shape[0]}, {b.shape[1]})): shapes differ"
             )
-        terms = (a.terms if isinstance(a, Sum) else (a,)) + (b.terms if isinstance(b, Sum) else (b,))
+        # an entrywise function is a Sum of its equivalent's terms, but a node of its own: not flattened
+        terms = (a.terms if type(a) is Sum else (a,)) + (b.terms if type(b) is Sum else (b,))
         return Sum(terms)
 
     @property
