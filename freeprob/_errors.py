@@ -89,7 +89,9 @@ class EquivalenceError(RegimeError):
         not a product of independent Gaussian factors: a Gram-type argument
         that repeats a matrix, a Wigner or identity factor, a nested
         entrywise function), ``"growth"`` (the function is not of polynomial
-        growth) or ``"real"`` (it is not real on the real line).
+        growth), ``"real"`` (it is not real on the real line),
+        ``"integrable"`` (its Gaussian integrals are not finite) or
+        ``"constant"`` (it has no bulk: ``mu1 = nu = 0``).
     """
 
     def __init__(self, message, condition=None):

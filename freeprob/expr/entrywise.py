@@ -9,9 +9,9 @@ expressions in ``f(M)`` are those of the *Gaussian equivalent*
     f(M) = mu0 1 1^T + mu1 M + nu Z ,
 
 with ``Z`` a fresh Gaussian matrix of ``M``'s shape and unit entry variance,
-independent of everything else, and, for entries ``m ~ N(0, s)``,
+independent of everything else, and, for entries ``u ~ N(0, s)``,
 
-    mu0 = E f(m),   mu1 = E m f(m) / s,   nu^2 = E f(m)^2 - mu0^2 - s mu1^2
+    mu0 = E f(u),   mu1 = E u f(u) / s,   nu^2 = E f(u)^2 - mu0^2 - s mu1^2
 
 (Pennington-Worah 2017; Mei-Montanari 2022; Hu-Lu 2023). The coefficients
 come from the one derivation of :mod:`freeprob.expr.equivalence`: exact
@@ -64,7 +64,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from .._errors import DomainError, EquivalenceError, ScalingError
+from .._errors import ConvergenceError, DomainError, EquivalenceError, ScalingError
 from .._numbers import check_structure, parse_nonlinearity
 from .equivalence import EntryCoefficients, entry_coefficients
 from .tree import Expr, Matrix, Scaled, Sum, _walk, expand, gaussian
@@ -191,6 +191,36 @@ def entry_variance(argument):
     return sympy.simplify(total)
 
 
+_BOUNDED = (sympy.tanh, sympy.erf, sympy.erfc, sympy.sin, sympy.cos, sympy.sign, sympy.Heaviside)
+
+
+def _degree(g, x):
+    """A power ``d`` with ``|g(x)| = O(1 + |x|^d)`` for every value of the parameters, read off the formula; oo if none.
+
+    Bounded functions (tanh, erf, sin, ...) have degree 0 whatever their
+    argument; ``exp`` and ``cosh``/``sinh`` of anything growing, and ``log``
+    (of degree 0 plus any positive power), are not bounded by this reading.
+    Conservative: a bound it cannot see is oo, and the caller refuses.
+    """
+    if x not in g.free_symbols:
+        return sympy.Integer(0)
+    if g == x:
+        return sympy.Integer(1)
+    if isinstance(g, _BOUNDED):
+        return sympy.Integer(0)
+    if isinstance(g, (sympy.Add, sympy.Max, sympy.Min)):
+        return sympy.Max(*[_degree(a, x) for a in g.args])
+    if isinstance(g, sympy.Mul):
+        return sympy.Add(*[_degree(a, x) for a in g.args])
+    if isinstance(g, sympy.Abs):
+        return _degree(g.args[0], x)
+    if isinstance(g, sympy.Pow) and x not in g.exp.free_symbols and g.exp.is_number and g.exp >= 0:
+        return g.exp * _degree(g.base, x)
+    if isinstance(g, (sympy.exp, sympy.cosh, sympy.sinh)) and _degree(g.args[0], x) == 0:
+        return sympy.Integer(0)
+    return sympy.oo
+
+
 def _check_function(f, x, where):
     """``f`` real on the real line and of polynomial growth, else :class:`EquivalenceError`."""
     t = sympy.Dummy("t", positive=True)
@@ -204,12 +234,14 @@ def _check_function(f, x, where):
             limit = sympy.limit(sympy.log(1 + h ** 2) / sympy.log(t), t, sympy.oo)
         except Exception:  # sympy raises assorted errors on hard limits
             limit = None
+        if not (limit is not None and limit.is_finite and limit.is_real) and _degree(f, x).is_finite:
+            continue  # a polynomial bound read off the formula (parameters of unknown sign defeat the limit)
         if limit is None or not limit.is_finite or not limit.is_real:
             grows = "grows faster than any power of x" if limit in (sympy.oo, -sympy.oo) else \
                 "has a growth sympy cannot decide"
             raise EquivalenceError(
                 f"{where}: f {grows} as x -> {end} (the limit of log(1 + f^2)/log|x| is {limit}); the Gaussian "
-                f"equivalence is established for f of polynomial growth (every moment E f(m)^k finite)",
+                f"equivalence is established for f of polynomial growth (every moment E f(u)^k finite)",
                 condition="growth")
 
 
@@ -264,7 +296,8 @@ def entrywise(f, argument, *, x="x", name="f", noise=None, dps=COEFFICIENT_DPS, 
     Raises
     ------
     EquivalenceError
-        Outside the conditions of the equivalence (module docstring).
+        Outside the conditions of the equivalence (module docstring), or when
+        the Gaussian integrals of ``f`` are not finite (``1/x``).
     ScalingError
         When the argument's entries are not of order one.
     DomainError
@@ -279,7 +312,12 @@ def entrywise(f, argument, *, x="x", name="f", noise=None, dps=COEFFICIENT_DPS, 
         raise DomainError(f"{where} applies to a matrix expression, got {argument!r}")
     _check_function(expr, xsym, f"{where}, f({xsym}) = {expr}")
     variance = entry_variance(argument)
-    coeffs = entry_coefficients(expr, xsym, variance, dps, time_budget)
+    try:
+        coeffs = entry_coefficients(expr, xsym, variance, dps, time_budget)
+    except ConvergenceError as exc:
+        raise EquivalenceError(f"{where}, f({xsym}) = {expr}: its Gaussian integrals are not finite, or not computable "
+                               f"to {dps} digits ({exc}); the equivalence needs E f(u)^2 finite",
+                               condition="integrable") from None
     if noise is None:
         digest = hashlib.sha1(f"{expr}|{xsym}|{argument!r}".encode()).hexdigest()[:6]
         noise = f"Z_{name}_{digest}"
@@ -322,8 +360,9 @@ class EquivalenceReport:
         lines = []
         for node in self.nodes:
             c = node.coefficients
-            lines.append(f"{node} = {c.mu0}*1*1^T + {node.equivalent_str()} (+ negligible), with {node.x} -> m ~ "
-                         f"N(0, {c.variance}) entrywise, f({node.x}) = {node.f}:")
+            lines.append(f"{node} -> {node.equivalent_str()}   (Gaussian equivalent of {node.name}({node.x}) = "
+                         f"{node.f} on entries u ~ N(0, s) of its argument, s = {c.variance}; mean part "
+                         f"{c.mu0}*1*1^T)")
             lines.append(str(c))
             if node.noise is not None:
                 lines.append(f"  {node.noise.name}: an independent Gaussian matrix of entry variance nu^2")

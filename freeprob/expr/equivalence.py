@@ -527,11 +527,11 @@ _SD = sympy.Dummy("sd", positive=True)
 
 @dataclass(frozen=True)
 class EntryCoefficients:
-    """Gaussian-equivalent coefficients of ``f`` applied to entries ``m ~ N(0, s)``.
+    """Gaussian-equivalent coefficients of ``f`` applied to entries ``u ~ N(0, s)``.
 
     ``f(M) = mu0 1 1^T + mu1 M + nu Z + (negligible)``, with ``Z`` an
     independent Gaussian matrix of unit entry variance and
-    ``nu^2 = E f(m)^2 - mu0^2 - s mu1^2``.
+    ``nu^2 = E f(u)^2 - mu0^2 - s mu1^2``.
 
     Attributes
     ----------
@@ -541,7 +541,7 @@ class EntryCoefficients:
     variance : sympy.Expr
         ``s``, the entry variance of the argument (exact, may contain symbols).
     mu0, mu1, nu_sq : sympy.Expr
-        ``E f(m)``, ``E m f(m) / s`` and ``E f(m)^2 - mu0^2 - s mu1^2``:
+        ``E f(u)``, ``E u f(u) / s`` and ``E f(u)^2 - mu0^2 - s mu1^2``:
         exact expressions (valid for all values of their symbols) where
         :attr:`method` says ``"exact"``, else exact rationals of the
         quadrature value to :attr:`dps` digits.
@@ -567,9 +567,9 @@ class EntryCoefficients:
             return f"{sympy.Float(value, 20)}   [numeric, {self.dps} digits]"
 
         return "\n".join([
-            f"  mu0   = E f(m)                       = {shown(self.mu0, self.method.mu0)}",
-            f"  mu1   = E m f(m) / s                 = {shown(self.mu1, self.method.mu1)}",
-            f"  nu^2  = E f(m)^2 - mu0^2 - s mu1^2   = {shown(self.nu_sq, self.method.mu_star_sq)}",
+            f"  mu0   = E f(u)                       = {shown(self.mu0, self.method.mu0)}",
+            f"  mu1   = E u f(u) / s                 = {shown(self.mu1, self.method.mu1)}",
+            f"  nu^2  = E f(u)^2 - mu0^2 - s mu1^2   = {shown(self.nu_sq, self.method.mu_star_sq)}",
         ])
 
 

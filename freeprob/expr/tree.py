@@ -325,7 +325,7 @@ class Product(Expr):
         return self.factors
 
     def __str__(self):
-        return " @ ".join(f"({f})" if isinstance(f, (Sum, Scaled)) else str(f) for f in self.factors)
+        return " @ ".join(f"({f})" if type(f) is Sum or isinstance(f, Scaled) else str(f) for f in self.factors)
 
 
 @dataclass(frozen=True)
@@ -347,7 +347,7 @@ class Scaled(Expr):
         return (self.arg,)
 
     def __str__(self):
-        inner = f"({self.arg})" if isinstance(self.arg, Sum) else str(self.arg)
+        inner = f"({self.arg})" if type(self.arg) is Sum else str(self.arg)
         c = self.coeff
         if c == -1:
             return f"-{inner}"
@@ -384,7 +384,8 @@ class Transpose(Expr):
         return (self.arg,)
 
     def __str__(self):
-        return f"{self.arg}.T" if isinstance(self.arg, Matrix) else f"({self.arg}).T"
+        bare = isinstance(self.arg, Matrix) or (isinstance(self.arg, Sum) and type(self.arg) is not Sum)  # f(M).T
+        return f"{self.arg}.T" if bare else f"({self.arg}).T"
 
 
 def leaves(expr):
