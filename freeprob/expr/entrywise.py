@@ -55,6 +55,8 @@ Examples
 f(W @ X/(sqrt(n0)))
 >>> print(Y.equivalent_str())
 W @ X/(sqrt(n0)) + Z
+>>> print(Sum.__str__(Y))      # the terms the engine reduces
+W @ X/(sqrt(n0)) + Z
 >>> Y.noise.variance, Y.coefficients.mu0
 (1/2, 0)
 """
@@ -103,8 +105,15 @@ class Entrywise(Sum):
         return f"{self.name}({self.argument})"
 
     def equivalent_str(self):
-        """The Gaussian equivalent as text (the terms the engine reduces)."""
-        return Sum.__str__(self)
+        """The Gaussian equivalent as text, ``mu1*(M) + Z`` (a numeric ``mu1`` shown with 20 digits)."""
+        c = self.coefficients
+        parts = []
+        if c.mu1 != 0:
+            shown = sympy.sstr(c.mu1) if c.method.mu1 == "exact" else str(sympy.Float(c.mu1, 20))
+            parts.append(str(self.argument) if c.mu1 == 1 else f"{shown}*({self.argument})")
+        if self.noise is not None:
+            parts.append(self.noise.name)
+        return " + ".join(parts)
 
 
 def entrywise_nodes(expr):
