@@ -25,6 +25,23 @@ functions ``sqrt``, ``exp``, ``log``, ...) extended with ``@`` and ``.T``
 (:class:`MatrixGrammar`); nothing is passed to ``eval``. Numbers are exact:
 ``0.5`` is ``1/2``; a value may also be a string such as ``"1/3"``.
 
+Entrywise functions and definitions
+-----------------------------------
+``[functions]`` declares functions of one real variable ``x`` (formulas of the
+same grammar, in ``x``, the parameters and the ``[indices]`` constants);
+``f(A)`` in an expression is ``f`` applied to every entry of the matrix ``A``,
+reduced as its Gaussian equivalent (:mod:`freeprob.expr.entrywise`).
+``[define]`` names sub-expressions, usable in ``expression`` and in each other
+(read once; cycles and unknown names are errors naming them)::
+
+    expression = "Y @ Y.T / m"
+
+    [functions]
+    f = "tanh(x)"
+
+    [define]
+    Y = "f(W @ X / sqrt(n0))"
+
 Sums over indices
 -----------------
 (The full reference of the format, with examples of every error, is
