@@ -275,9 +275,11 @@ def test_one_derivation_for_attention_and_entrywise_functions():
 
 
 def test_equations_command_shows_the_substitution(tmp_path):
-    from freeprob.cli import main
-    import io
     import contextlib
+    import io
+    import json
+
+    from freeprob.cli import main
 
     path = tmp_path / "rf.toml"
     path.write_text('name = "rf"\nlaw = "eigenvalues"\nexpression = "Y @ Y.T / m"\n[functions]\nf = "Max(x, 0)"\n'
@@ -290,6 +292,14 @@ def test_equations_command_shows_the_substitution(tmp_path):
     assert code in (0, None), text
     assert "f(W @ X/(sqrt(n0))) -> 1/2*(W @ X/(sqrt(n0))) + Z_f" in text
     assert "nu^2" in text and "[exact]" in text and "outlier" in text
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["equations", str(path), "--json"])
+    data = json.loads(out.getvalue())
+    (node,) = data["entrywise"]
+    assert node["mu1"] == "1/2" and node["method"] == {"mu0": "exact", "mu1": "exact", "nu_sq": "exact"}
+    assert node["equivalent"] == "1/2*(W @ X/(sqrt(n0))) + Z_f" and node["entry_variance"] == "1"
+    assert data["outliers"] == [{"node": "f(W @ X/(sqrt(n0)))", "mu0": str(1 / sympy.sqrt(2 * sympy.pi))}]
 
 
 # -- (c) Monte-Carlo of the real nonlinear model -----------------------------------------------------------------------
