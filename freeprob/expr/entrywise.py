@@ -288,9 +288,9 @@ def entrywise(f, argument, *, x="x", name="f", noise=None, dps=COEFFICIENT_DPS, 
         The function's name, for printing (default ``"f"``).
     noise : str, optional
         The name of the independent Gaussian leaf ``Z`` of the equivalent.
-        Default: ``Z_<name>_<6 hex digits of the node>``, the same for equal
-        nodes (``f(M)`` written twice is one matrix) and different for
-        different ones.
+        Default: ``Z_<name>_<6 hex digits of the node>`` (of ``f``, the
+        argument and the coefficients), the same for equal nodes (``f(M)``
+        written twice is one matrix) and different for different ones.
     dps : int, optional
         Digits of coefficients without a closed form (computed by
         quadrature; default 50). Results of a law are the law of a surrogate
@@ -328,7 +328,7 @@ def entrywise(f, argument, *, x="x", name="f", noise=None, dps=COEFFICIENT_DPS, 
                                f"to {dps} digits ({exc}); the equivalence needs E f(u)^2 finite",
                                condition="integrable") from None
     if noise is None:
-        digest = hashlib.sha1(f"{expr}|{xsym}|{argument!r}".encode()).hexdigest()[:6]
+        digest = hashlib.sha1(f"{expr}|{xsym}|{argument!r}|{coeffs.mu1}|{coeffs.nu_sq}".encode()).hexdigest()[:6]
         noise = f"Z_{name}_{digest}"
     terms = []
     if coeffs.mu1 != 0:
