@@ -35,6 +35,7 @@ from .attention import (
     sample_attention,
 )
 from .expr.entrywise import Entrywise, EquivalenceReport, entrywise, equivalence_report
+from .expr.kernel import Kernel, kernel_matrix
 from .expr.equivalence import EntryCoefficients, GaussianEquivalent, gaussian_equivalent
 from .expr.modelfile import Model, builtin_models, find_model, load_model
 from .expr.tree import dims, expression_graph, gaussian, identity, wigner
@@ -94,6 +95,8 @@ __all__ = [
     "gaussian_equivalent",
     "GaussianEquivalent",
     "identity",
+    "Kernel",
+    "kernel_matrix",
     "law_of",
     "load_model",
     "MarchenkoPastur",

@@ -71,7 +71,8 @@ from .._numbers import check_structure, parse_nonlinearity
 from .equivalence import EntryCoefficients, entry_coefficients
 from .tree import Expr, Matrix, Scaled, Sum, _walk, expand, gaussian
 
-__all__ = ["Entrywise", "EquivalenceReport", "entry_variance", "entrywise", "entrywise_nodes", "equivalence_report"]
+__all__ = ["Entrywise", "EquivalenceReport", "check_function", "entry_variance", "entrywise", "entrywise_nodes",
+           "equivalence_report", "read_function"]
 
 #: Default digits of coefficients computed by quadrature.
 COEFFICIENT_DPS = 50
@@ -156,7 +157,7 @@ def entry_variance(argument):
     >>> entry_variance(X.T @ X / sympy.sqrt(n0))
     Traceback (most recent call last):
     ...
-    freeprob._errors.EquivalenceError: an entrywise function of X.T @ X/(sqrt(n0)): X occurs twice (a Gram-type argument, as in kernel matrices X X^T/sqrt(p), whose diagonal is not in the Gaussian regime); the argument must be a product of independent Gaussian matrices
+    freeprob._errors.EquivalenceError: an entrywise function of X.T @ X/(sqrt(n0)): X occurs twice (a Gram-type argument, as in kernel matrices X X^T/sqrt(p), whose diagonal is not in the Gaussian regime); the argument must be a product of independent Gaussian matrices (for a kernel matrix, remove the diagonal: zero_diagonal(f(X @ X.T / sqrt(p))), fp.kernel_matrix)
     """
     if not isinstance(argument, Expr):
         raise DomainError(f"an entrywise function applies to a matrix expression, got {argument!r}")
@@ -180,7 +181,8 @@ def entry_variance(argument):
             if leaf.name in seen:
                 _refuse(argument, f"{leaf.name} occurs twice (a Gram-type argument, as in kernel matrices X X^T/sqrt(p), "
                                   f"whose diagonal is not in the Gaussian regime); the argument must be a product of "
-                                  f"independent Gaussian matrices", "independent-product")
+                                  f"independent Gaussian matrices (for a kernel matrix, remove the diagonal: "
+                                  f"zero_diagonal(f(X @ X.T / sqrt(p))), fp.kernel_matrix)", "independent-product")
             seen[leaf.name] = leaf
             part *= leaf.variance
             if k < len(word) - 1:
@@ -230,7 +232,7 @@ def _degree(g, x):
     return sympy.oo
 
 
-def _check_function(f, x, where):
+def check_function(f, x, where):
     """``f`` real on the real line and of polynomial growth, else :class:`EquivalenceError`."""
     t = sympy.Dummy("t", positive=True)
     for sign, end in ((1, "+oo"), (-1, "-oo")):
@@ -254,7 +256,7 @@ def _check_function(f, x, where):
                 condition="growth")
 
 
-def _read_function(f, x, where):
+def read_function(f, x, where):
     """``(expr, x_symbol)`` of a function given as a string or a sympy expression in ``x``."""
     if isinstance(f, str):
         expr, xsym, _ = parse_nonlinearity(f, x=x)
@@ -316,10 +318,10 @@ def entrywise(f, argument, *, x="x", name="f", noise=None, dps=COEFFICIENT_DPS, 
     where = f"the entrywise function {name}"
     if not isinstance(name, str) or not name.isidentifier():
         raise DomainError(f"the name of an entrywise function must be an identifier, got {name!r}")
-    expr, xsym = _read_function(f, x, where)
+    expr, xsym = read_function(f, x, where)
     if not isinstance(argument, Expr):
         raise DomainError(f"{where} applies to a matrix expression, got {argument!r}")
-    _check_function(expr, xsym, f"{where}, f({xsym}) = {expr}")
+    check_function(expr, xsym, f"{where}, f({xsym}) = {expr}")
     variance = entry_variance(argument)
     try:
         coeffs = entry_coefficients(expr, xsym, variance, dps, time_budget)
@@ -369,12 +371,14 @@ class EquivalenceReport:
         lines = []
         for node in self.nodes:
             c = node.coefficients
+            entries = "off-diagonal entries" if hasattr(node, "shift") else "entries"  # a kernel matrix
             lines.append(f"{node} -> {node.equivalent_str()}   (Gaussian equivalent of {node.name}({node.x}) = "
-                         f"{node.f} on entries u ~ N(0, s) of its argument, s = {c.variance}; mean part "
+                         f"{node.f} on {entries} u ~ N(0, s) of its argument, s = {c.variance}; mean part "
                          f"{c.mu0}*1*1^T)")
             lines.append(str(c))
             if node.noise is not None:
-                lines.append(f"  {node.noise.name}: an independent Gaussian matrix of entry variance nu^2")
+                what = "Wigner matrix of off-diagonal" if node.noise.kind == "wigner" else "Gaussian matrix of entry"
+                lines.append(f"  {node.noise.name}: an independent {what} variance nu^2")
         for node, mu0 in self.outliers:
             rows, cols = node.shape
             lines.append(f"outlier: {node} carries the rank-one part {mu0}*1*1^T (norm |mu0|*sqrt({rows}*{cols})); "
@@ -392,6 +396,7 @@ class EquivalenceReport:
                 "method": dict(mu0=c.method.mu0, mu1=c.method.mu1, nu_sq=c.method.mu_star_sq),
                 "numeric_digits": c.dps if "numeric" in c.method else None,
                 "equivalent": node.equivalent_str(), "noise": node.noise.name if node.noise is not None else None,
+                "noise_kind": node.noise.kind if node.noise is not None else None,
             })
         return {"entrywise": out, "outliers": [{"node": str(n), "mu0": str(m)} for n, m in self.outliers]}
 

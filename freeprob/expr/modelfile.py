@@ -121,6 +121,7 @@ import sympy
 from .._errors import DomainError, EquivalenceError, ModelFileError, ScalingError, ShapeError
 from .._numbers import ALLOWED_FUNCTIONS, ScalarGrammar, read_number
 from .entrywise import entrywise
+from .kernel import kernel_matrix
 from .tree import LAWS, Expr, Matrix, Sum, as_scalar
 
 __all__ = ["MAX_TERMS", "Model", "load_model", "parse_model", "parse_expression", "builtin_models", "find_model"]
@@ -130,8 +131,9 @@ _KEYS = {"name", "description", "law", "expression", "dimensions", "parameters",
 _MATRIX_KEYS = ("kind", "shape", "variance", "index")
 #: Most terms the sums of one model file expand to, together (and the largest index range).
 MAX_TERMS = 4096
-#: Names a model file may not declare.
-_RESERVED_NAMES = {"sum"}
+#: Names a model file may not declare: what each one is.
+_RESERVED_NAMES = {"sum": "sum(i, first, last, term) is a sum over an index",
+                   "zero_diagonal": "zero_diagonal(f(X @ X.T / sqrt(p))) is a kernel matrix"}
 
 
 class Model:
@@ -337,6 +339,8 @@ class MatrixGrammar(ScalarGrammar):
             return self.sum_call(node)
         if isinstance(node.func, ast.Name) and self.scope is not None and node.func.id in self.scope.functions:
             return self.scope.apply(node.func.id, node, self)
+        if isinstance(node.func, ast.Name) and node.func.id == "zero_diagonal" and self.scope is not None:
+            return self.scope.zero_diagonal(node, self)
         return super().eval_Call(node)
 
     def sum_call(self, node):
@@ -485,6 +489,30 @@ class _Scope:
                 return name
             k += 1
 
+    def zero_diagonal(self, node, grammar):
+        """``zero_diagonal(f(G))``: the kernel matrix of a declared function ``f`` and a Gram matrix ``G``."""
+        usage = "zero_diagonal(f(X @ X.T / sqrt(p))), with f declared under [functions]"
+        if node.keywords or len(node.args) != 1:
+            grammar.fail(f"zero_diagonal takes one argument: {usage},")
+        inner = node.args[0]
+        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in self.functions
+                and len(inner.args) == 1 and not inner.keywords and not isinstance(inner.args[0], ast.Starred)):
+            grammar.fail(f"zero_diagonal applies to an entrywise function of a Gram matrix (a kernel matrix): {usage},")
+        fname = inner.func.id
+        arg = grammar.eval(inner.args[0])
+        if not isinstance(arg, Expr):
+            grammar.fail(f"zero_diagonal needs a matrix: {usage},")
+        key = ("zero_diagonal", fname, arg)
+        if key not in self.nodes:
+            try:
+                self.nodes[key] = kernel_matrix(self.functions[fname], arg, x=self.x, name=fname,
+                                                noise=self.noise_name(fname))
+            except (EquivalenceError, ScalingError, DomainError) as exc:
+                located = copy.copy(exc)
+                located.args = (f"{grammar.what} {exc} (in {grammar.shown()})",)
+                raise located from None
+        return self.nodes[key]
+
     def apply(self, fname, node, grammar):
         """``fname(argument)``: the entrywise function of a matrix (one node per argument), or its value at a scalar."""
         if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
@@ -543,7 +571,7 @@ def _check_name(where, key, name, taken):
     if not isinstance(name, str) or not name.isidentifier():
         _fail(where, key, "is not a valid name (letters, digits and _, not starting with a digit)")
     if name in _RESERVED_NAMES:
-        _fail(where, key, f"the name {name!r} is reserved (sum(i, first, last, term) is a sum over an index)")
+        _fail(where, key, f"the name {name!r} is reserved ({_RESERVED_NAMES[name]})")
     if name in taken:
         _fail(where, key, f"the name {name!r} is already declared under [{taken[name]}]")
 

@@ -6,7 +6,8 @@ several times is drawn once), every scalar evaluated with the actual sizes,
 so the user's own scale factors are what is tested. An entrywise function
 (:class:`~freeprob.expr.entrywise.Entrywise`) is evaluated for real: its
 function is applied to every entry of its sampled argument (the nonlinear
-model itself, not its Gaussian equivalent). A law is read by duck type:
+model itself, not its Gaussian equivalent), and a kernel matrix
+(:class:`~freeprob.expr.kernel.Kernel`) then has its diagonal set to 0. A law is read by duck type:
 ``expr``, ``law`` (the kind), ``ratios`` and ``params``.
 """
 
@@ -17,6 +18,7 @@ import sympy
 
 from .._errors import DomainError
 from ..expr.entrywise import Entrywise
+from ..expr.kernel import Kernel
 from ..expr.tree import Matrix, Product, Scaled, Sum, Transpose
 
 __all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "entrywise_function", "sample_bytes", "sample_matrix",
@@ -169,6 +171,8 @@ def sample_matrix(law, n, rng=None):
             out = leaf(node)
         elif isinstance(node, Entrywise):  # before Sum: the real function, not the equivalent
             out = entrywise_function(node, values)(ev(node.argument))
+            if isinstance(node, Kernel):
+                np.fill_diagonal(out, 0.0)
         elif isinstance(node, Scaled):
             out = _scalar(node.coeff, values) * ev(node.arg)
         elif isinstance(node, Transpose):
