@@ -72,7 +72,7 @@ def test_tanh_kernel_equals_hand_built_surrogate(aspect):
 
 def test_shift_and_coefficients_follow_the_variance():
     X2 = fp.gaussian("X2", (n, p), variance=3)
-    K = fp.kernel_matrix("Max(x, 0)", X2.T @ X2 / sympy.sqrt(n))   # p x p, contracted over n
+    K = fp.kernel_matrix("Max(x, 0)", X2.T @ X2 / sympy.sqrt(n), time_budget=60)   # p x p, contracted over n
     assert K.shape == (p, p)
     assert K.coefficients.variance == 9 and sympy.simplify(K.shift - 3 * sympy.sqrt(n)) == 0
     assert K.coefficients.mu1 == sympy.Rational(1, 2)

@@ -41,6 +41,8 @@ Conditions, checked when the node is made (each refusal an
 * the entry variance of the argument is of order one (a
   :class:`~freeprob.ScalingError` otherwise: divide by the square root of
   the contracted dimensions);
+* (a kernel matrix ``zero_diagonal(f(X @ X.T / sqrt(p)))`` is the Gram case
+  with its diagonal removed: :mod:`freeprob.expr.kernel`);
 * ``f`` is real on the real line and of polynomial growth
   (``log(1 + f(x)^2) / log|x|`` has a finite limit at both infinities), so
   every Gaussian integral above is finite.
@@ -76,8 +78,10 @@ __all__ = ["Entrywise", "EquivalenceReport", "check_function", "entry_variance",
 
 #: Default digits of coefficients computed by quadrature.
 COEFFICIENT_DPS = 50
-#: Default seconds allowed to sympy for each Gaussian integral of an entrywise function.
-TIME_BUDGET = 3.0
+#: Default seconds allowed to sympy for each Gaussian integral of an entrywise function (as
+#: :func:`~freeprob.expr.equivalence.gaussian_equivalent`). A closed form sympy finds in time is exact; one it does
+#: not is computed by quadrature and marked numeric, so on a loaded machine a coefficient may come out numeric.
+TIME_BUDGET = 10.0
 
 
 @dataclass(frozen=True)
@@ -298,7 +302,9 @@ def entrywise(f, argument, *, x="x", name="f", noise=None, dps=COEFFICIENT_DPS, 
         quadrature; default 50). Results of a law are the law of a surrogate
         whose coefficients carry these digits.
     time_budget : float, optional
-        Seconds allowed to sympy per Gaussian integral (default 3).
+        Seconds allowed to sympy per Gaussian integral (default 10). tanh,
+        which has no closed form, costs two budgets the first time (the
+        coefficients are cached per function and variance).
 
     Returns
     -------

@@ -579,7 +579,7 @@ def _exact_rational(value, dps):
 
 
 @lru_cache(maxsize=256)
-def entry_coefficients(f, x, variance, dps=50, time_budget=3.0):
+def entry_coefficients(f, x, variance, dps=50, time_budget=10.0):
     """The coefficients of ``f`` (in ``x``) applied to entries of variance ``variance``.
 
     One derivation with :func:`gaussian_equivalent`: it integrates
