@@ -90,8 +90,10 @@ class EquivalenceError(RegimeError):
         that repeats a matrix, a Wigner or identity factor, a nested
         entrywise function), ``"growth"`` (the function is not of polynomial
         growth), ``"real"`` (it is not real on the real line),
-        ``"integrable"`` (its Gaussian integrals are not finite) or
-        ``"constant"`` (it has no bulk: ``mu1 = nu = 0``).
+        ``"integrable"`` (its Gaussian integrals are not finite),
+        ``"constant"`` (it has no bulk: ``mu1 = nu = 0``), ``"gram"`` (a kernel
+        matrix of an argument that is not a Gram matrix) or ``"centred"`` (an
+        inner layer of a deep network with a nonzero mean).
     """
 
     def __init__(self, message, condition=None):

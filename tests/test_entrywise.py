@@ -232,7 +232,7 @@ def test_model_file_matches_the_python_api():
     ({"functions": {"f": "__import__('os')"}}, fp.ModelFileError, ["[functions.f]", "'__import__' is not allowed"]),
     ({"define": {"Y": "f(W @ W.T / sqrt(n0))"}, "expression": "Y"}, fp.EquivalenceError, ["W occurs twice", "Gram"]),
     ({"define": {"Y": "f(G / sqrt(n1))"}, "expression": "Y"}, fp.EquivalenceError, ["G is a wigner matrix"]),
-    ({"define": {"Y": "f(f(W @ X / sqrt(n0)))"}}, fp.EquivalenceError, ["nested"]),
+    ({"define": {"Y": "f(f(W @ X / sqrt(n0)))"}}, fp.EquivalenceError, ["one layer of a network"]),
     ({"functions": {"f": "exp(x**2)"}}, fp.EquivalenceError, ["polynomial growth"]),
     ({"functions": {"f": "log(x)"}}, fp.EquivalenceError, ["not real"]),
     ({"define": {"Y": "f(W @ X)"}}, fp.ScalingError, ["variance n0", "N^1"]),

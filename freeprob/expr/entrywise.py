@@ -32,12 +32,20 @@ Conditions, checked when the node is made (each refusal an
 :class:`~freeprob.EquivalenceError` naming the condition):
 
 * the argument is a sum of scalar multiples of products of Gaussian
-  matrices (transposes allowed) in which no matrix occurs twice: the
-  entries are then asymptotically Gaussian and weakly dependent. A matrix
-  used twice (a Gram-type argument such as ``X @ X.T / sqrt(p)``, whose
-  diagonal is not in the Gaussian regime: kernel matrices), a Wigner or
-  identity factor, or an entrywise function inside the argument (deep
-  features) is refused;
+  matrices (transposes allowed) in which no matrix occurs twice in a
+  product, and a matrix shared by two products sits at the same place in
+  both (``W @ (X + V)``): the entries are then asymptotically Gaussian and
+  weakly dependent. A matrix used twice (a Gram-type argument such as
+  ``X @ X.T / sqrt(p)``, whose diagonal is not in the Gaussian regime:
+  kernel matrices), ``W + W.T``, a Wigner or identity factor is refused;
+* an entrywise function inside the argument is one layer of a deep network:
+  ``c W @ Y`` or ``c Y @ W`` with ``Y`` an entrywise node of mean
+  ``mu0 = 0`` and ``W`` a Gaussian matrix independent of it. The entries are
+  then Gaussian given ``Y``, of a variance that concentrates at
+  ``E f(u)^2`` of the inner layer, and the equivalence applies layer by
+  layer (Fan-Wang 2020: the conjugate kernel's law is the recursion of
+  Marchenko-Pastur maps this gives). Anything else (``f(f(M))``, an
+  uncentred inner layer) is refused;
 * the entry variance of the argument is of order one (a
   :class:`~freeprob.ScalingError` otherwise: divide by the square root of
   the contracted dimensions);
@@ -71,7 +79,7 @@ import sympy
 from .._errors import ConvergenceError, DomainError, EquivalenceError, ScalingError
 from .._numbers import check_structure, parse_nonlinearity
 from .equivalence import EntryCoefficients, entry_coefficients
-from .tree import Expr, Matrix, Scaled, Sum, _walk, expand, gaussian
+from .tree import Expr, Matrix, Product, Scaled, Sum, Transpose, _walk, expand, gaussian
 
 __all__ = ["Entrywise", "EquivalenceReport", "check_function", "entry_variance", "entrywise", "entrywise_nodes",
            "equivalence_report", "read_function"]
@@ -165,29 +173,33 @@ def entry_variance(argument):
     """
     if not isinstance(argument, Expr):
         raise DomainError(f"an entrywise function applies to a matrix expression, got {argument!r}")
+    if any(isinstance(node, Entrywise) for node in _walk(argument, real=True)):
+        _check_layer(argument)
     for node in _walk(argument, real=True):
-        if isinstance(node, Entrywise):
-            _refuse(argument, f"it contains the entrywise function {node}: nested entrywise functions (deep "
-                              f"features) are not supported yet", "independent-product")
         if isinstance(node, Matrix) and node.kind != "gaussian":
             _refuse(argument, f"{node.name} is a {node.kind} matrix; the argument must be a product of independent "
                               f"Gaussian (iid) matrices", "independent-product")
     monomials = expand(argument)
     if not monomials:
         _refuse(argument, "the argument is zero", "independent-product")
-    seen = {}
+    where = {}  # leaf name -> (position, transposed) in the monomials seen so far
     total = sympy.Integer(0)
     dims = argument.dimensions()
     big = sympy.Dummy("N", positive=True)
     for word, c in monomials.items():
         part = c ** 2
+        seen = set()
         for k, (leaf, transposed) in enumerate(word):
             if leaf.name in seen:
                 _refuse(argument, f"{leaf.name} occurs twice (a Gram-type argument, as in kernel matrices X X^T/sqrt(p), "
                                   f"whose diagonal is not in the Gaussian regime); the argument must be a product of "
                                   f"independent Gaussian matrices (for a kernel matrix, remove the diagonal: "
                                   f"zero_diagonal(f(X @ X.T / sqrt(p))), fp.kernel_matrix)", "independent-product")
-            seen[leaf.name] = leaf
+            if leaf.name in where and where[leaf.name] != (k, transposed):
+                _refuse(argument, f"{leaf.name} occurs in two terms at different places (as in W + W.T); the "
+                                  f"entries of the argument are then not weakly dependent", "independent-product")
+            where[leaf.name] = (k, transposed)
+            seen.add(leaf.name)
             part *= leaf.variance
             if k < len(word) - 1:
                 part *= leaf.shape[0] if transposed else leaf.shape[1]
@@ -234,6 +246,39 @@ def _degree(g, x):
     if isinstance(g, (sympy.exp, sympy.cosh, sympy.sinh)) and _degree(g.args[0], x) == 0:
         return sympy.Integer(0)
     return sympy.oo
+
+
+def _check_layer(argument):
+    """An argument with an entrywise function inside must be one layer of a network: ``c W @ Y`` or ``c Y @ W``.
+
+    ``Y`` an entrywise node (possibly transposed) with ``mu0 = 0``, ``W`` a
+    Gaussian leaf (possibly transposed) not used by ``Y``: the entries of
+    ``W Y`` are Gaussian given ``Y``, of variance ``|y_j|^2 v / n``, which
+    concentrates at ``E f(u)^2`` (Fan-Wang 2020). Otherwise
+    :class:`EquivalenceError`.
+    """
+    body = argument.arg if isinstance(argument, Scaled) else argument
+    usage = ("an entrywise function inside the argument must be one layer of a network, c W @ f(...) or c f(...) @ W "
+             "with W an independent Gaussian matrix (deep features)")
+    if not (isinstance(body, Product) and len(body.factors) == 2):
+        _refuse(argument, usage, "independent-product")
+    a, b = body.factors
+    bare = [x.arg if isinstance(x, Transpose) else x for x in (a, b)]
+    if isinstance(bare[1], Entrywise):
+        gauss, inner = bare
+    else:
+        inner, gauss = bare
+    if not (isinstance(inner, Entrywise) and isinstance(gauss, Matrix) and gauss.kind == "gaussian"):
+        _refuse(argument, usage, "independent-product")
+    if getattr(inner, "diagonal_removed", False):
+        _refuse(argument, f"the kernel matrix {inner} cannot be a layer of a network", "independent-product")
+    if any(isinstance(n, Matrix) and n.name == gauss.name for n in _walk(inner, real=True)):
+        _refuse(argument, f"{gauss.name} is used inside {inner}; the weights of a layer must be independent of its "
+                          f"input", "independent-product")
+    if inner.coefficients.mu0 != 0:
+        _refuse(argument, f"the inner layer {inner} has mean mu0 = {inner.coefficients.mu0} != 0 (a rank-one part that "
+                          f"would enter this argument); the activations of a deep network must be centred",
+                "centred")
 
 
 def check_function(f, x, where):
@@ -379,7 +424,7 @@ class EquivalenceReport:
             c = node.coefficients
             entries = "off-diagonal entries" if hasattr(node, "shift") else "entries"  # a kernel matrix
             lines.append(f"{node} -> {node.equivalent_str()}   (Gaussian equivalent of {node.name}({node.x}) = "
-                         f"{node.f} on {entries} u ~ N(0, s) of its argument, s = {c.variance}; mean part "
+                         f"{node.f} on {entries} u ~ N(0, s) of its argument, s = {_shown(c.variance)}; mean part "
                          f"{c.mu0}*1*1^T)")
             lines.append(str(c))
             if node.noise is not None:
@@ -405,6 +450,13 @@ class EquivalenceReport:
                 "noise_kind": node.noise.kind if node.noise is not None else None,
             })
         return {"entrywise": out, "outliers": [{"node": str(n), "mu0": str(m)} for n, m in self.outliers]}
+
+
+def _shown(value):
+    """An exact value for a report: a rational with a long denominator (from numeric coefficients) with 20 digits."""
+    if isinstance(value, sympy.Rational) and value.q > 10 ** 12:
+        return f"{sympy.Float(value, 20)} (numeric)"
+    return str(value)
 
 
 def equivalence_report(expr):

@@ -59,6 +59,9 @@ class Kernel(Entrywise):
 
     shift: sympy.Expr
 
+    #: Marks a kernel matrix for the checks of :mod:`freeprob.expr.entrywise` (not a field).
+    diagonal_removed = True
+
     def __str__(self):
         return f"zero_diagonal({self.name}({self.argument}))"
 
