@@ -175,3 +175,14 @@ def test_monte_carlo_of_the_real_kernel(f):
         if abs(a - t) > crit * se:
             failures.append((names[j], t, a, se))
     assert not failures, (failures, crit)
+
+
+def test_check_removes_the_kernel_rate():
+    """freeprob check extrapolates a kernel matrix's N^-1/2 bias, and a random-feature model's 1/N bias."""
+    from freeprob.montecarlo.check import finite_size_rate
+
+    assert finite_size_rate(kernel_law("tanh(x)", sympy.Integer(3)).expr) == 0.5
+    Y = fp.entrywise("tanh(x)", fp.gaussian("W", (p, n)) @ X / sympy.sqrt(n))
+    assert finite_size_rate(Y @ Y.T / n) == 1.0
+    report = fp.check(kernel_law("x**2 - 1", sympy.Integer(3)), n=80, reps=3, seed=1)
+    assert report.rate == 0.5 and "N^-0.5 bias" in report.text() and report.as_dict()["rate"] == 0.5
