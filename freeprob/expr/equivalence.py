@@ -81,6 +81,15 @@ def _within_budget(func, seconds):
         raise _Timeout
 
     def handler(signum, frame):
+        # an exception raised inside a finalizer (a weakref callback or __del__ run by the garbage
+        # collector in the middle of sympy's work) cannot propagate: it would be reported as unraisable
+        # and the budget lost; try again a moment later, back in ordinary code
+        f = frame
+        while f is not None:
+            if f.f_code.co_name == "__del__" or f.f_code.co_filename.endswith("weakref.py"):
+                signal.setitimer(signal.ITIMER_REAL, 0.01)
+                return
+            f = f.f_back
         raise _Timeout
 
     previous = signal.signal(signal.SIGALRM, handler)
