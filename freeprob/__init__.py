@@ -15,6 +15,7 @@ from ._errors import (
     ConvergenceError,
     DomainError,
     EliminationError,
+    EquivalenceError,
     FreeProbError,
     MissingDependencyError,
     ModelFileError,
@@ -33,7 +34,9 @@ from .attention import (
     emit_model,
     sample_attention,
 )
-from .attention.equivalence import GaussianEquivalent, gaussian_equivalent
+from .expr.entrywise import Entrywise, EquivalenceReport, entrywise, equivalence_report
+from .expr.kernel import Kernel, kernel_matrix
+from .expr.equivalence import EntryCoefficients, GaussianEquivalent, gaussian_equivalent
 from .expr.modelfile import Model, builtin_models, find_model, load_model
 from .expr.tree import dims, expression_graph, gaussian, identity, wigner
 from .law import SpectralLaw, eigenvalue_law, law_of, singular_value_law
@@ -74,6 +77,12 @@ __all__ = [
     "eigenvalue_law",
     "EliminationError",
     "emit_model",
+    "EntryCoefficients",
+    "entrywise",
+    "Entrywise",
+    "EquivalenceError",
+    "equivalence_report",
+    "EquivalenceReport",
     "expression_graph",
     "find_model",
     "fmt",
@@ -86,6 +95,8 @@ __all__ = [
     "gaussian_equivalent",
     "GaussianEquivalent",
     "identity",
+    "Kernel",
+    "kernel_matrix",
     "law_of",
     "load_model",
     "MarchenkoPastur",

@@ -13,6 +13,7 @@ __all__ = [
     "DomainError",
     "ConvergenceError",
     "RegimeError",
+    "EquivalenceError",
     "RegimeWarning",
     "ModelFileError",
     "EliminationError",
@@ -76,6 +77,28 @@ class ConvergenceError(FreeProbError, ArithmeticError):
 
 class RegimeError(FreeProbError, ValueError):
     """A model outside the regime where the limiting law is valid."""
+
+
+class EquivalenceError(RegimeError):
+    """An entrywise function whose argument or form is outside the regime of its Gaussian equivalent.
+
+    Attributes
+    ----------
+    condition : str
+        The condition that fails: ``"independent-product"`` (the argument is
+        not a product of independent Gaussian factors: a Gram-type argument
+        that repeats a matrix, a Wigner or identity factor, a nested
+        entrywise function), ``"growth"`` (the function is not of polynomial
+        growth), ``"real"`` (it is not real on the real line),
+        ``"integrable"`` (its Gaussian integrals are not finite),
+        ``"constant"`` (it has no bulk: ``mu1 = nu = 0``), ``"gram"`` (a kernel
+        matrix of an argument that is not a Gram matrix) or ``"centred"`` (an
+        inner layer of a deep network with a nonzero mean).
+    """
+
+    def __init__(self, message, condition=None):
+        super().__init__(message)
+        self.condition = condition
 
 
 class RegimeWarning(UserWarning):

@@ -1,4 +1,4 @@
-"""Tests of the Gaussian-equivalent coefficients (freeprob.attention.equivalence).
+"""Tests of the Gaussian-equivalent coefficients (freeprob.expr.equivalence, re-exported by freeprob.attention.equivalence).
 
 Exact coefficients are checked with ``sympy.simplify(result - expected) == 0``;
 numeric ones at 15 and 30 digits against values computed independently here

@@ -74,6 +74,7 @@ def cmd_equations(args, out):
                 for k, (s, p, q) in enumerate(sysm.unknowns)
             ],
             "outputs": [{"space": str(sysm.spaces[s]), "entry": [i, i]} for s, i in sysm.u],
+            **law.reduction.equivalence.as_dict(),
             "equations": [
                 {
                     "space": str(sp),
@@ -88,6 +89,9 @@ def cmd_equations(args, out):
     out.write(f"# {model.name}: {model.law_kind} of {model.expression}\n")
     out.write(f"# values: {', '.join(f'{k} = {v}' for k, v in law.values().items())}\n")
     out.write(f"# system: {len(sysm.unknowns)} unknowns; {law.reduction.symmetry_note}\n")
+    if law.reduction.equivalence:
+        out.write("# Entrywise functions, reduced as their Gaussian equivalents (derived):\n")
+        out.write("".join(f"#   {line}\n" for line in law.reduction.equivalence.text().splitlines()))
     out.write(
         "# In each space, G is the matrix of normalized block traces of the pencil resolvent; "
         "Lambda = diag(z on u rows, i*epsilon elsewhere), epsilon -> 0.\n\n"

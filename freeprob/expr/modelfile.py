@@ -25,6 +25,23 @@ functions ``sqrt``, ``exp``, ``log``, ...) extended with ``@`` and ``.T``
 (:class:`MatrixGrammar`); nothing is passed to ``eval``. Numbers are exact:
 ``0.5`` is ``1/2``; a value may also be a string such as ``"1/3"``.
 
+Entrywise functions and definitions
+-----------------------------------
+``[functions]`` declares functions of one real variable ``x`` (formulas of the
+same grammar, in ``x``, the parameters and the ``[indices]`` constants);
+``f(A)`` in an expression is ``f`` applied to every entry of the matrix ``A``,
+reduced as its Gaussian equivalent (:mod:`freeprob.expr.entrywise`).
+``[define]`` names sub-expressions, usable in ``expression`` and in each other
+(read once; cycles and unknown names are errors naming them)::
+
+    expression = "Y @ Y.T / m"
+
+    [functions]
+    f = "tanh(x)"
+
+    [define]
+    Y = "f(W @ X / sqrt(n0))"
+
 Sums over indices
 -----------------
 (The full reference of the format, with examples of every error, is
@@ -93,6 +110,7 @@ freeprob._errors.ModelFileError: m.toml: [expression] the name 'h' is not define
 """
 
 import ast
+import copy
 import os
 import re
 import tomllib
@@ -102,18 +120,22 @@ from types import MappingProxyType
 
 import sympy
 
-from .._errors import DomainError, ModelFileError, ShapeError
-from .._numbers import ScalarGrammar, read_number
+from .._errors import DomainError, EquivalenceError, ModelFileError, ScalingError, ShapeError
+from .._numbers import ALLOWED_FUNCTIONS, ScalarGrammar, read_number
+from .entrywise import entrywise
+from .kernel import kernel_matrix
 from .tree import LAWS, Expr, Matrix, Sum, as_scalar
 
 __all__ = ["MAX_TERMS", "Model", "load_model", "parse_model", "parse_expression", "builtin_models", "find_model"]
 
-_KEYS = {"name", "description", "law", "expression", "dimensions", "parameters", "indices", "matrices"}
+_KEYS = {"name", "description", "law", "expression", "dimensions", "parameters", "indices", "matrices", "functions",
+         "define"}
 _MATRIX_KEYS = ("kind", "shape", "variance", "index")
 #: Most terms the sums of one model file expand to, together (and the largest index range).
 MAX_TERMS = 4096
-#: Names a model file may not declare.
-_RESERVED_NAMES = {"sum"}
+#: Names a model file may not declare: what each one is.
+_RESERVED_NAMES = {"sum": "sum(i, first, last, term) is a sum over an index",
+                   "zero_diagonal": "zero_diagonal(f(X @ X.T / sqrt(p))) is a kernel matrix"}
 
 
 class Model:
@@ -237,14 +259,16 @@ class MatrixGrammar(ScalarGrammar):
     :data:`MAX_TERMS` before each sum runs.
     """
 
-    def __init__(self, names, where, key, families=None, unknown=None):
+    def __init__(self, names, where, key, families=None, unknown=None, scope=None):
         super().__init__(names, what=f"{where}: [{key}]")
         self.where, self.key = where, key
         self.families = dict(families or {})
         self.unknown = unknown
+        self.scope = scope  # the file's [functions] and [define], or None
         self.bound = []  # indices of the enclosing sums, innermost last
         self.in_index = 0  # > 0 while reading a subscript or a bound
-        self.expanded = 0  # terms of innermost sums so far
+        self.counter = scope if scope is not None else self  # .expanded: terms of innermost sums so far
+        self.expanded = 0
 
     def error(self, message):
         return ModelFileError(f"{self.what} {message}")
@@ -256,7 +280,7 @@ class MatrixGrammar(ScalarGrammar):
                     f"sum({name}, 1, N, X[{name}]))")
         if self.unknown:
             return f"unknown name {name!r}: {self.unknown},"
-        return f"unknown name {name!r}: declare it under [matrices], [dimensions], [parameters] or [indices],"
+        return f"unknown name {name!r}: declare it under [matrices], [dimensions], [parameters], [indices] or [define],"
 
     # -- indexed families and sums ------------------------------------------
     def eval_Name(self, node):
@@ -267,6 +291,11 @@ class MatrixGrammar(ScalarGrammar):
                       f"inside a sum,")
         if node.id == "sum" and node.id not in self.names:
             self.fail("sum must be called, as sum(i, first, last, term),")
+        if self.scope is not None and node.id not in self.names:
+            if node.id in self.scope.texts:
+                return self.scope.value(node.id)
+            if node.id in self.scope.functions:
+                self.fail(f"{node.id} is an entrywise function: call it on a matrix, as {node.id}(W @ X / sqrt(n0)),")
         return super().eval_Name(node)
 
     def integer(self, node, what):
@@ -312,6 +341,10 @@ class MatrixGrammar(ScalarGrammar):
     def eval_Call(self, node):
         if isinstance(node.func, ast.Name) and node.func.id == "sum":
             return self.sum_call(node)
+        if isinstance(node.func, ast.Name) and self.scope is not None and node.func.id in self.scope.functions:
+            return self.scope.apply(node.func.id, node, self)
+        if isinstance(node.func, ast.Name) and node.func.id == "zero_diagonal" and self.scope is not None:
+            return self.scope.zero_diagonal(node, self)
         return super().eval_Call(node)
 
     def sum_call(self, node):
@@ -325,7 +358,8 @@ class MatrixGrammar(ScalarGrammar):
         i = index.id
         if i in self.bound:
             self.fail(f"the index {i!r} is already the index of an enclosing sum; choose another letter")
-        if i in self.names or i in self.families or i in self.functions or i in ("pi", "E", "I", "sum"):
+        declared = self.scope is not None and (i in self.scope.texts or i in self.scope.functions)
+        if declared or i in self.names or i in self.families or i in self.functions or i in ("pi", "E", "I", "sum"):
             self.fail(f"the index {i!r} of a sum is already a declared name or a constant; choose another letter")
         lo = self.integer(first, f"the first value of {i}")
         hi = self.integer(last, f"the last value of {i}")
@@ -336,11 +370,11 @@ class MatrixGrammar(ScalarGrammar):
         if count > MAX_TERMS:
             self.fail(f"the sum over {i} has {count} terms, more than {MAX_TERMS} (the limit of a model file); "
                       f"use fewer terms")
-        if innermost and self.expanded + count > MAX_TERMS:
+        if innermost and self.counter.expanded + count > MAX_TERMS:
             self.fail(f"the sums expand to more than {MAX_TERMS} terms in all (the limit of a model file): "
-                      f"{self.expanded} before this sum over {i}, which adds {count}; use fewer terms")
+                      f"{self.counter.expanded} before this sum over {i}, which adds {count}; use fewer terms")
         if innermost:
-            self.expanded += count
+            self.counter.expanded += count
         self.bound.append(i)
         values = []
         try:
@@ -358,7 +392,7 @@ class MatrixGrammar(ScalarGrammar):
                     raise ShapeError(f"{self.where}: [{self.key}] the terms of sum({i}, ...) have different shapes: "
                                      f"{values[0]} is ({values[0].shape[0]}, {values[0].shape[1]}), {v} is "
                                      f"({v.shape[0]}, {v.shape[1]})")
-                terms.extend(v.terms if isinstance(v, Sum) else (v,))
+                terms.extend(v.terms if type(v) is Sum else (v,))
             return terms[0] if len(terms) == 1 else Sum(tuple(terms))
         if any(matrices):
             self.fail(f"the terms of sum({i}, ...) mix matrices and scalars")
@@ -396,15 +430,118 @@ class MatrixGrammar(ScalarGrammar):
     def call(self, name, args):
         for a in args:
             if isinstance(a, Expr):
-                self.fail(f"{name} applies to scalars, not to the matrix {a}")
+                self.fail(f"{name} applies to scalars, not to the matrix {a} (to apply a function to every entry, "
+                          f"declare it under [functions], as f = \"{name}(x)\", and write f(...))")
         return super().call(name, args)
 
 
-def parse_expression(text, names, where="expression", key="expression", families=None, unknown=None):
-    """Evaluate ``text`` safely over ``names`` (matrices and scalar symbols) and indexed ``families``."""
+class _Scope:
+    """The ``[functions]`` and ``[define]`` of one file: definitions read when first used, entrywise nodes made once.
+
+    Parameters
+    ----------
+    names : dict
+        The declared scalars and matrices (what a definition may use besides
+        other definitions and the functions).
+    where : str
+    families : dict
+    functions : dict
+        Name -> sympy expression in ``x``.
+    x : sympy.Symbol
+    texts : dict
+        Name -> the text of each definition.
+    taken : set of str
+        Declared names (a generated noise leaf avoids them).
+    """
+
+    def __init__(self, names, where, families, functions, x, texts, taken):
+        self.names, self.where, self.families = dict(names), where, families
+        self.functions, self.x, self.texts = functions, x, texts
+        self.taken = set(taken)
+        self.values = {}
+        self.stack = []  # definitions being read, outermost first
+        self.nodes = {}  # (function name, argument) -> Entrywise
+        self.expanded = 0  # terms of innermost sums, over the whole file
+
+    def value(self, name):
+        """The value of the definition ``name`` (read once; a cycle is a ModelFileError naming it)."""
+        if name in self.values:
+            return self.values[name]
+        if name in self.stack:
+            cycle = self.stack[self.stack.index(name):] + [name]
+            raise ModelFileError(f"{self.where}: [define.{cycle[0]}] the definitions refer to each other in a cycle: "
+                                 f"{' -> '.join(cycle)}; a definition may use declared names and other definitions, "
+                                 f"never itself")
+        self.stack.append(name)
+        try:
+            grammar = MatrixGrammar(self.names, self.where, f"define.{name}", self.families, scope=self, unknown=(
+                "declare it under [matrices], [dimensions], [parameters], [indices], [functions] or [define]"))
+            value = grammar.parse(self.texts[name])
+        finally:
+            self.stack.pop()
+        self.values[name] = value
+        return value
+
+    def noise_name(self, fname):
+        """A fresh leaf name for the Gaussian part of ``fname``'s next argument: Z_f, then Z2_f, Z3_f, ..."""
+        k = 1
+        while True:
+            name = f"Z_{fname}" if k == 1 else f"Z{k}_{fname}"
+            if name not in self.taken and not any(re.fullmatch(re.escape(fam) + r"(_[0-9]+)+", name)
+                                                  for fam in self.families):
+                self.taken.add(name)
+                return name
+            k += 1
+
+    def zero_diagonal(self, node, grammar):
+        """``zero_diagonal(f(G))``: the kernel matrix of a declared function ``f`` and a Gram matrix ``G``."""
+        usage = "zero_diagonal(f(X @ X.T / sqrt(p))), with f declared under [functions]"
+        if node.keywords or len(node.args) != 1:
+            grammar.fail(f"zero_diagonal takes one argument: {usage},")
+        inner = node.args[0]
+        if not (isinstance(inner, ast.Call) and isinstance(inner.func, ast.Name) and inner.func.id in self.functions
+                and len(inner.args) == 1 and not inner.keywords and not isinstance(inner.args[0], ast.Starred)):
+            grammar.fail(f"zero_diagonal applies to an entrywise function of a Gram matrix (a kernel matrix): {usage},")
+        fname = inner.func.id
+        arg = grammar.eval(inner.args[0])
+        if not isinstance(arg, Expr):
+            grammar.fail(f"zero_diagonal needs a matrix: {usage},")
+        key = ("zero_diagonal", fname, arg)
+        if key not in self.nodes:
+            try:
+                self.nodes[key] = kernel_matrix(self.functions[fname], arg, x=self.x, name=fname,
+                                                noise=self.noise_name(fname))
+            except (EquivalenceError, ScalingError, DomainError) as exc:
+                located = copy.copy(exc)
+                located.args = (f"{grammar.what} {exc} (in {grammar.shown()})",)
+                raise located from None
+        return self.nodes[key]
+
+    def apply(self, fname, node, grammar):
+        """``fname(argument)``: the entrywise function of a matrix (one node per argument), or its value at a scalar."""
+        if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
+            grammar.fail(f"{fname} is a function of one argument, as {fname}(W @ X / sqrt(n0)),")
+        arg = grammar.eval(node.args[0])
+        f = self.functions[fname]
+        if not isinstance(arg, Expr):
+            return f.xreplace({self.x: arg})
+        key = (fname, arg)
+        if key not in self.nodes:
+            try:
+                self.nodes[key] = entrywise(f, arg, x=self.x, name=fname, noise=self.noise_name(fname))
+            except (EquivalenceError, ScalingError, DomainError) as exc:
+                located = copy.copy(exc)
+                located.args = (f"{grammar.what} {exc} (in {grammar.shown()})",)
+                raise located from None
+        return self.nodes[key]
+
+
+def parse_expression(text, names, where="expression", key="expression", families=None, unknown=None, scope=None):
+    """Evaluate ``text`` safely over ``names`` (matrices and scalar symbols), indexed ``families`` and the
+    ``[functions]``/``[define]`` of a file (``scope``)."""
     if not isinstance(text, str):
         _fail(where, key, f"expected a string, got {text!r}")
-    return MatrixGrammar(names, where, key, families, unknown).parse(text)
+    return MatrixGrammar(names, where, key, families, unknown, scope).parse(text)
 
 
 def _number(value, where, key, constants=None):
@@ -438,7 +575,7 @@ def _check_name(where, key, name, taken):
     if not isinstance(name, str) or not name.isidentifier():
         _fail(where, key, "is not a valid name (letters, digits and _, not starting with a digit)")
     if name in _RESERVED_NAMES:
-        _fail(where, key, f"the name {name!r} is reserved (sum(i, first, last, term) is a sum over an index)")
+        _fail(where, key, f"the name {name!r} is reserved ({_RESERVED_NAMES[name]})")
     if name in taken:
         _fail(where, key, f"the name {name!r} is already declared under [{taken[name]}]")
 
@@ -510,6 +647,22 @@ def parse_model(data, where="<model>"):
         psyms[pname] = sym
         params[sym] = _number(value, where, f"parameters.{pname}", constants)
         taken[pname] = "parameters"
+    x = sympy.Symbol("x", real=True)
+    functions = {}
+    table = data.get("functions") or {}
+    if not isinstance(table, dict):
+        _fail(where, "functions", "must be a table of functions of x, e.g. f = \"tanh(x)\"")
+    for fname, text in table.items():
+        key = f"functions.{fname}"
+        _check_name(where, key, fname, taken)
+        if fname in ALLOWED_FUNCTIONS:
+            _fail(where, key, f"the name {fname!r} is a built-in function of formulas; choose another name")
+        if not isinstance(text, str):
+            _fail(where, key, f"must be a string, a formula in x such as \"tanh(x)\", got {text!r}")
+        value = parse_expression(text, {**psyms, **constants, "x": x}, where, key, unknown=(
+            "a function is a formula in x, the [parameters] and the [indices] constants"))
+        functions[fname] = value
+        taken[fname] = "functions"
     scalars = dict(dims)
     scalars.update(psyms)
     scalars.update(constants)
@@ -559,13 +712,25 @@ def parse_model(data, where="<model>"):
         else:
             sizes = [_range(ranges, constants, where, f"{key}.index")]
         families[mname] = _Family(mname, sizes, leaf.shape, kind, leaf.variance)
+    defines = data.get("define") or {}
+    if not isinstance(defines, dict):
+        _fail(where, "define", "must be a table of named expressions, e.g. Y = \"f(W @ X / sqrt(n0))\"")
+    for dname, text in defines.items():
+        _check_name(where, f"define.{dname}", dname, taken)
+        if not isinstance(text, str):
+            _fail(where, f"define.{dname}", f"must be a string, an expression such as \"f(W @ X / sqrt(n0))\", "
+                                            f"got {text!r}")
+        taken[dname] = "define"
     _check_members(where, families, taken)
     names = dict(scalars)
     names.update(mats)
     text = data["expression"]
     if not isinstance(text, str):
         _fail(where, "expression", "must be a string")
-    expr = parse_expression(text, names, where, "expression", families)
+    scope = _Scope(names, where, families, functions, x, dict(defines), taken)
+    expr = parse_expression(text, names, where, "expression", families, scope=scope)
+    for dname in defines:  # every definition is read, used or not, so that none hides a mistake
+        scope.value(dname)
     if not isinstance(expr, Expr):
         _fail(where, "expression", f"{text!r} is a scalar, not a matrix expression")
     used = set(expr.dimensions())

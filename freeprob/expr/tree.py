@@ -163,10 +163,21 @@ class Expr:
         """A new networkx DiGraph of this expression (see :func:`expression_graph`)."""
         return expression_graph(self)
 
+    def real_children(self):
+        """Operands the finite-size matrix depends on beyond :meth:`children`.
+
+        ``children()`` is what the engine reduces; for an entrywise function
+        (:class:`~freeprob.expr.entrywise.Entrywise`) that is its Gaussian
+        equivalent, and its argument is a real child: Monte-Carlo evaluates
+        it, and its dimensions and scalars belong to the model. Empty for
+        every other node.
+        """
+        return ()
+
     def free_scalars(self):
-        """Symbols in scalar coefficients and variances (dimensions and parameters)."""
+        """Symbols in scalar coefficients and variances (dimensions and parameters), real children included."""
         out = set()
-        for node in _walk(self):
+        for node in _walk(self, real=True):
             if isinstance(node, Scaled):
                 out |= node.coeff.free_symbols
             elif isinstance(node, Matrix):
@@ -175,21 +186,23 @@ class Expr:
         return out
 
     def dimensions(self):
-        """The dimension symbols the expression's leaves live on."""
+        """The dimension symbols the expression's leaves live on (real children included)."""
         out = []
-        for leaf in leaves(self):
-            for s in leaf.shape:
-                if s not in out:
-                    out.append(s)
+        for node in _walk(self, real=True):
+            if isinstance(node, Matrix):
+                for s in node.shape:
+                    if s not in out:
+                        out.append(s)
         return out
 
 
-def _walk(expr):
+def _walk(expr, real=False):
+    """Every node of ``expr``, depth first; with ``real``, also the real children (:meth:`Expr.real_children`)."""
     stack = [expr]
     while stack:
         node = stack.pop()
         yield node
-        stack.extend(reversed(node.children()))
+        stack.extend(reversed(node.children() + (node.real_children() if real else ())))
 
 
 def _check_dim(s, what):
@@ -291,7 +304,8 @@ class Sum(Expr):
                 f"cannot add {a} (shape ({a.shape[0]}, {a.shape[1]})) and "
                 f"{b} (shape ({b.shape[0]}, {b.shape[1]})): shapes differ"
             )
-        terms = (a.terms if isinstance(a, Sum) else (a,)) + (b.terms if isinstance(b, Sum) else (b,))
+        # an entrywise function is a Sum of its equivalent's terms, but a node of its own: not flattened
+        terms = (a.terms if type(a) is Sum else (a,)) + (b.terms if type(b) is Sum else (b,))
         return Sum(terms)
 
     @property
@@ -332,7 +346,7 @@ class Product(Expr):
         return self.factors
 
     def __str__(self):
-        return " @ ".join(f"({f})" if isinstance(f, (Sum, Scaled)) else str(f) for f in self.factors)
+        return " @ ".join(f"({f})" if type(f) is Sum or isinstance(f, Scaled) else str(f) for f in self.factors)
 
 
 @dataclass(frozen=True)
@@ -354,7 +368,7 @@ class Scaled(Expr):
         return (self.arg,)
 
     def __str__(self):
-        inner = f"({self.arg})" if isinstance(self.arg, Sum) else str(self.arg)
+        inner = f"({self.arg})" if type(self.arg) is Sum else str(self.arg)
         c = self.coeff
         if c == -1:
             return f"-{inner}"
@@ -391,7 +405,8 @@ class Transpose(Expr):
         return (self.arg,)
 
     def __str__(self):
-        return f"{self.arg}.T" if isinstance(self.arg, Matrix) else f"({self.arg}).T"
+        bare = isinstance(self.arg, Matrix) or (isinstance(self.arg, Sum) and type(self.arg) is not Sum)  # f(M).T
+        return f"{self.arg}.T" if bare else f"({self.arg}).T"
 
 
 def leaves(expr):

@@ -3,18 +3,26 @@
 The expression tree is sampled at finite size: every dimension ``s`` becomes
 ``round(rho_s N)`` rows, every leaf one seeded draw (a matrix occurring
 several times is drawn once), every scalar evaluated with the actual sizes,
-so the user's own scale factors are what is tested. A law is read by duck
-type: ``expr``, ``law`` (the kind), ``ratios`` and ``params``.
+so the user's own scale factors are what is tested. An entrywise function
+(:class:`~freeprob.expr.entrywise.Entrywise`) is evaluated for real: its
+function is applied to every entry of its sampled argument (the nonlinear
+model itself, not its Gaussian equivalent), and a kernel matrix
+(:class:`~freeprob.expr.kernel.Kernel`) then has its diagonal set to 0. A law is read by duck type:
+``expr``, ``law`` (the kind), ``ratios`` and ``params``.
 """
+
+import math
 
 import numpy as np
 import sympy
 
 from .._errors import DomainError
+from ..expr.entrywise import Entrywise
+from ..expr.kernel import Kernel
 from ..expr.tree import Matrix, Product, Scaled, Sum, Transpose
 
-__all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "generator", "sample_bytes", "sample_matrix", "sample_spectrum",
-           "sizes_for", "spawn_generators"]
+__all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "entrywise_function", "generator", "sample_bytes",
+           "sample_matrix", "sample_spectrum", "sizes_for", "spawn_generators"]
 
 #: Most memory one sample may hold (bytes of its matrices, see :func:`sample_bytes`): 10 GiB.
 MAX_SAMPLE_BYTES = 10 * 2 ** 30
@@ -86,7 +94,7 @@ def sample_bytes(law, n):
     stack = [law.expr]
     while stack:
         node = stack.pop()
-        stack.extend(node.children())
+        stack.extend(node.children() + node.real_children())
         if isinstance(node, Transpose):
             continue
         if isinstance(node, Matrix):
@@ -119,6 +127,34 @@ def _scalar(c, values):
     if not v.is_number:
         raise DomainError(f"cannot evaluate the scalar {c}: give values for {sorted(map(str, v.free_symbols))}")
     return float(v)
+
+
+#: Functions numpy lacks, for the numeric form of an entrywise function (elementwise, double precision).
+_NUMPY_EXTRA = {"erf": np.vectorize(math.erf, otypes=[float]), "erfc": np.vectorize(math.erfc, otypes=[float])}
+
+
+def entrywise_function(node, values):
+    """The numpy function of an entrywise node's ``f`` at the parameter ``values``.
+
+    Made by :func:`sympy.lambdify` of the node's sympy expression (built by
+    the whitelisted grammar, never from a user string), with its parameters
+    substituted.
+
+    Examples
+    --------
+    >>> import freeprob as fp, sympy
+    >>> a, b = fp.dims("a b")
+    >>> node = fp.entrywise("Max(x, 0) - 1/sqrt(2*pi)", fp.gaussian("X", (a, b)))
+    >>> entrywise_function(node, {})(np.array([-1.0, 2.0])).round(6)
+    array([-0.398942,  1.601058])
+    """
+    f = node.f.subs(values)
+    extra = f.free_symbols - {node.x}
+    if extra:
+        raise DomainError(f"cannot evaluate {node.name}({node.x}) = {node.f}: give values for "
+                          f"{sorted(map(str, extra))}")
+    g = sympy.lambdify(node.x, f, modules=[_NUMPY_EXTRA, "numpy"])
+    return lambda m: np.broadcast_to(np.asarray(g(m), dtype=float), np.shape(m)).copy()
 
 
 def sample_matrix(law, n, rng=None):
@@ -160,6 +196,10 @@ def sample_matrix(law, n, rng=None):
             return cache[node]
         if isinstance(node, Matrix):
             out = leaf(node)
+        elif isinstance(node, Entrywise):  # before Sum: the real function, not the equivalent
+            out = entrywise_function(node, values)(ev(node.argument))
+            if isinstance(node, Kernel):
+                np.fill_diagonal(out, 0.0)
         elif isinstance(node, Scaled):
             out = _scalar(node.coeff, values) * ev(node.arg)
         elif isinstance(node, Transpose):

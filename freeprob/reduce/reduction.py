@@ -12,6 +12,7 @@ import sympy
 from .dyson import dyson_system
 from .exchange import canonical_groups, head_structure, witness_expression
 from .._errors import DomainError, NotSelfAdjointError
+from ..expr.entrywise import equivalence_report
 from ..expr.tree import LAWS, Expr, expand, transpose_word, word_str
 from .pencil import hermitization, linearize, symmetric_pencil
 from .quotient import QuotientError, quotient
@@ -71,6 +72,11 @@ class Reduction:
         What happened: the quotient used, or why not.
     normalization, pencil, self_adjoint
         Of the expression reduced: the witness when the quotient was used.
+    equivalence : EquivalenceReport
+        The entrywise functions of ``expr``, each reduced as its Gaussian
+        equivalent (the node's terms), with their coefficients and the
+        rank-one outliers ``mu0 1 1^T`` that are not part of the law
+        (:mod:`freeprob.expr.entrywise`); empty without entrywise functions.
     """
 
     def __init__(self, expr, kind, dimensions, symmetry=True):
@@ -81,6 +87,7 @@ class Reduction:
         self.expr = expr
         self.kind = kind
         self.dimensions = tuple(dimensions)
+        self.equivalence = equivalence_report(expr)
         if kind == "eigenvalues":
             check_symmetric(expr)
         self.structure = None

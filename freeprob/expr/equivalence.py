@@ -1,0 +1,665 @@
+"""Gaussian-equivalent coefficients of an entrywise nonlinearity.
+
+For a function ``f`` applied entrywise to a standard Gaussian ``xi ~ N(0, 1)``
+the linear model that shares the limiting spectrum of ``f`` applied to a
+Gaussian random matrix is described by three numbers (Hermite coefficients):
+
+* ``mu0 = E f(xi)``,
+* ``mu1 = E xi f(xi)``,
+* ``mu_star_sq = E f(xi)^2 - mu0^2 - mu1^2`` (the variance of the
+  "nonlinear part", written ``c^2`` in docs/math.md section 6).
+
+They are derived by integrating against the Gaussian weight
+``exp(-x^2/2)/sqrt(2 pi)`` over the real line with :func:`sympy.integrate`,
+never by hand; when SymPy cannot find a closed form (it returns an unevaluated
+integral, raises, or exceeds a time budget) the coefficient is computed by
+mpmath quadrature at the requested precision and marked ``"numeric"``.
+
+For the normalized exponential ``f(x) = exp(beta x - beta^2/2)`` of softmax
+attention the integration gives ``mu0 = 1``, ``mu1 = beta`` and
+``mu_star_sq = exp(beta^2) - 1 - beta^2``.
+
+Parsing of a nonlinearity given as a string, and of parameter values, is in
+:mod:`freeprob._numbers`.
+"""
+
+import signal
+import threading
+import time
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
+
+import mpmath
+import sympy
+
+from .._errors import ConvergenceError, DomainError
+from .._numbers import check_structure, parse_nonlinearity, read_number
+from .._precision import check_dps, context, guard_digits, mp_to_str, to_mpf
+
+__all__ = [
+    "Coefficients",
+    "EntryCoefficients",
+    "GaussianEquivalent",
+    "entry_coefficients",
+    "gaussian_equivalent",
+]
+
+
+class Coefficients(NamedTuple):
+    """The three Gaussian-equivalent coefficients (or their methods, or values)."""
+
+    mu0: object
+    mu1: object
+    mu_star_sq: object
+
+
+# ----------------------------------------------------------------------------
+# Time budget
+# ----------------------------------------------------------------------------
+
+
+class _Timeout(BaseException):
+    """Raised by the alarm handler; a BaseException so sympy's ``except Exception`` cannot swallow it."""
+
+
+def _within_budget(func, seconds):
+    """Run ``func()``; raise :class:`_Timeout` after ``seconds`` (SIGALRM, main thread only).
+
+    Outside the main thread, on platforms without ``SIGALRM``, or when an
+    outer interval timer is already running, ``func`` runs without a budget.
+    """
+    usable = (
+        seconds is not None
+        and hasattr(signal, "SIGALRM")
+        and threading.current_thread() is threading.main_thread()
+        and signal.getitimer(signal.ITIMER_REAL)[0] == 0
+    )
+    if not usable:
+        return func()
+    if seconds <= 0:
+        raise _Timeout
+
+    def handler(signum, frame):
+        # an exception raised inside a finalizer (a weakref callback or __del__ run by the garbage
+        # collector in the middle of sympy's work) cannot propagate: it would be reported as unraisable
+        # and the budget lost; try again a moment later, back in ordinary code
+        f = frame
+        while f is not None:
+            if f.f_code.co_name == "__del__" or f.f_code.co_filename.endswith("weakref.py"):
+                signal.setitimer(signal.ITIMER_REAL, 0.01)
+                return
+            f = f.f_back
+        raise _Timeout
+
+    previous = signal.signal(signal.SIGALRM, handler)
+    try:
+        signal.setitimer(signal.ITIMER_REAL, float(seconds))
+        return func()
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+@lru_cache(maxsize=256)
+def _integrate_gaussian(g, x, budget):
+    """``E g(xi)`` in closed form, or None; ``x`` is a real symbol, ``budget`` seconds or None.
+
+    Tries, in order: parity (an odd integrand has mean 0), then
+    :func:`sympy.integrate` with ``conds='none'`` within the budget, then a
+    simplification of the result with what is left of the budget.
+    """
+    if g.subs(x, -x) + g == 0 or sympy.expand(g.subs(x, -x) + g) == 0:
+        return sympy.Integer(0)
+    start = time.monotonic()
+    weight = sympy.exp(-x**2 / 2) / sympy.sqrt(2 * sympy.pi)
+    try:
+        result = _within_budget(
+            lambda: sympy.integrate(g * weight, (x, -sympy.oo, sympy.oo), conds="none"), budget
+        )
+    except _Timeout:
+        return None
+    except Exception:  # sympy raises assorted errors (NotImplementedError, PolynomialError, ...)
+        return None
+    if not isinstance(result, sympy.Expr) or result.has(sympy.Integral):
+        return None
+    if result.has(sympy.nan, sympy.zoo, sympy.oo, -sympy.oo) or x in result.free_symbols:
+        return None
+    remaining = None if budget is None else budget - (time.monotonic() - start)
+    try:
+        result = _within_budget(lambda: sympy.simplify(result), remaining)
+    except _Timeout:
+        pass
+    return result
+
+
+# ----------------------------------------------------------------------------
+# Numerical quadrature in a local context
+# ----------------------------------------------------------------------------
+
+
+def _namespace(ctx):
+    """Names used by sympy's mpmath printer, bound to the local context ``ctx``."""
+    ns = {name: getattr(ctx, name) for name in dir(mpmath) if not name.startswith("_") and hasattr(ctx, name)}
+    ns["mpmath"] = ctx
+    return ns
+
+
+def _kinks(g, x):
+    """Real points where ``g`` (a function of ``x`` only) may fail to be smooth."""
+    pieces = []
+    for node in sympy.preorder_traversal(g):
+        if isinstance(node, (sympy.Abs, sympy.Heaviside, sympy.sign)):
+            pieces.append(node.args[0])
+        elif isinstance(node, (sympy.Max, sympy.Min)):
+            args = node.args
+            pieces.extend(a - b for i, a in enumerate(args) for b in args[i + 1:])
+    points = set()
+    for p in pieces:
+        if x not in p.free_symbols:
+            continue
+        try:
+            poly = sympy.Poly(p, x)
+        except sympy.PolynomialError:
+            continue
+        if poly.degree() > 4:
+            continue
+        for r in sympy.Poly(poly, x).real_roots():
+            points.add(r)
+    return sorted(points, key=lambda r: float(r))
+
+
+@lru_cache(maxsize=1024)
+def _quad_expectation(g, x, dps):
+    """``E g(xi)`` by tanh-sinh quadrature, stable to ``dps`` digits (g exact, in ``x`` only).
+
+    Computed at two working precisions; the two must agree to within
+    ``10**-dps`` (relative for values above 1 in magnitude, absolute below),
+    else :class:`ConvergenceError`.
+    """
+    kinks = _kinks(g, x)
+    values = []
+    for work in (dps + guard_digits(dps), dps + 2 * guard_digits(dps)):
+        ctx = context(work)
+        func = sympy.lambdify(x, g, modules=[_namespace(ctx), "mpmath"])
+        norm = 1 / ctx.sqrt(2 * ctx.pi)
+        inner = [to_mpf(ctx, r) for r in kinks]
+        if all(r != 0 for r in inner):
+            inner.append(ctx.zero)
+        points = [ctx.ninf] + sorted(inner) + [ctx.inf]
+        try:
+            value = ctx.quad(lambda t: func(t) * ctx.exp(-t * t / 2), points) * norm
+        except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
+            raise ConvergenceError(
+                f"quadrature of E[{g}] failed ({exc}); the integrand may not be integrable "
+                "against the Gaussian weight", dps=dps) from None
+        if not ctx.isfinite(value):
+            raise ConvergenceError(f"quadrature of E[{g}] gave {value}", dps=dps)
+        values.append(value)
+    ctx = context(dps + 2 * guard_digits(dps))
+    low, high = values
+    diff = abs(ctx.mpf(low) - ctx.mpf(high))
+    tol = ctx.mpf(10) ** (-dps) * max(1, abs(high))
+    if diff > tol:
+        raise ConvergenceError(
+            f"quadrature of E[{g}] is not stable to {dps} digits: {mp_to_str(low, dps)} at "
+            f"{dps + guard_digits(dps)} digits vs {mp_to_str(high, dps)} at "
+            f"{dps + 2 * guard_digits(dps)} digits; try a lower dps or a smoother nonlinearity",
+            residual=diff, dps=dps)
+    return high
+
+
+# ----------------------------------------------------------------------------
+# The result object
+# ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class GaussianEquivalent:
+    """Gaussian-equivalent coefficients of ``f`` against ``xi ~ N(0, 1)``.
+
+    Attributes
+    ----------
+    f : sympy.Expr
+        The nonlinearity.
+    x : sympy.Symbol
+        Its variable.
+    params : tuple of sympy.Symbol
+        The parameters of ``f``, sorted by name.
+    mu0, mu1, mu_star_sq : sympy.Expr
+        ``E f``, ``E xi f`` and ``E f^2 - mu0^2 - mu1^2``: exact expressions in
+        the parameters when ``method`` says ``"exact"``, else a
+        :class:`sympy.Float` carrying ``dps`` digits, at ``values``.
+    second_moment : sympy.Expr
+        ``E f^2``, exact or numeric as ``mu_star_sq`` (never less exact).
+    method : Coefficients
+        ``"exact"`` or ``"numeric"`` for each of the three coefficients.
+    values : tuple of (sympy.Symbol, sympy.Rational) pairs
+        The parameter values (exact) used by numeric coefficients and as
+        defaults of :meth:`evaluate`.
+    dps : int
+        Decimal digits of the numeric coefficients.
+
+    Notes
+    -----
+    Exact coefficients are valid for every real value of the parameters
+    (positive for those declared positive).
+    """
+
+    f: sympy.Expr
+    x: sympy.Symbol
+    params: tuple
+    mu0: sympy.Expr
+    mu1: sympy.Expr
+    mu_star_sq: sympy.Expr
+    second_moment: sympy.Expr
+    method: Coefficients
+    values: tuple
+    dps: int
+
+    @property
+    def c_squared(self):
+        """``c^2 = mu_star_sq``, the variance of the independent Gaussian part."""
+        return self.mu_star_sq
+
+    @property
+    def c(self):
+        """``c = sqrt(mu_star_sq)``."""
+        return sympy.sqrt(self.mu_star_sq)
+
+    @property
+    def coefficients(self):
+        """The three coefficients as a :class:`Coefficients` tuple."""
+        return Coefficients(self.mu0, self.mu1, self.mu_star_sq)
+
+    def evaluate(self, values=None, dps=None):
+        """The three coefficients as mpmath numbers at ``dps`` digits.
+
+        Parameters
+        ----------
+        values : mapping, optional
+            Parameter values by name or symbol; they override the stored
+            :attr:`values`. Every parameter needs a value.
+        dps : int, optional
+            Decimal digits; default :attr:`dps`. Numeric coefficients are
+            recomputed by quadrature at these digits.
+
+        Returns
+        -------
+        Coefficients
+            ``mu0, mu1, mu_star_sq`` as mpf numbers of a local context at
+            ``dps`` digits.
+
+        Raises
+        ------
+        DomainError
+            If a parameter has no value.
+
+        Examples
+        --------
+        >>> from freeprob._precision import fmt
+        >>> ge = gaussian_equivalent("exp(beta*x - beta**2/2)")
+        >>> [fmt(v, 12) for v in ge.evaluate({"beta": 1}, dps=20)]
+        ['1.00000000000', '1.00000000000', '0.718281828459']
+        """
+        dps = self.dps if dps is None else check_dps(dps)
+        subs = dict(self.values)
+        by_name = {p.name: p for p in self.params}
+        for key, val in (values or {}).items():
+            name = key.name if isinstance(key, sympy.Symbol) else str(key)
+            if name not in by_name:
+                raise DomainError(f"{name!r} is not a parameter of f = {self.f}; parameters: "
+                                  f"{[p.name for p in self.params]}")
+            subs[by_name[name]] = read_number(val, what=f"parameter {name!r}")
+        missing = [p.name for p in self.params if p not in subs]
+        if missing:
+            raise DomainError(f"parameters {missing} of f = {self.f} need numeric values to evaluate")
+        ctx = context(dps)
+        work = context(dps + guard_digits(dps))
+        exact = {}
+        for name, expr, how in (("mu0", self.mu0, self.method.mu0), ("mu1", self.mu1, self.method.mu1),
+                                ("second_moment", self.second_moment, self.method.mu_star_sq)):
+            if how == "exact":
+                exact[name] = to_mpf(work, expr.xreplace(subs))
+            else:
+                g = {"mu0": self.f, "mu1": self.x * self.f, "second_moment": self.f**2}[name]
+                g = _real_variable(g.xreplace(subs), self.x)
+                exact[name] = work.mpf(_quad_expectation(g, _REAL_X, dps))
+        if self.method.mu_star_sq == "exact":
+            star = to_mpf(work, self.mu_star_sq.xreplace(subs))
+        else:
+            star = exact["second_moment"] - exact["mu0"] ** 2 - exact["mu1"] ** 2
+        return Coefficients(ctx.mpf(exact["mu0"]), ctx.mpf(exact["mu1"]), ctx.mpf(star))
+
+    def __str__(self):
+        def line(label, definition, value, how):
+            note = how
+            if how == "numeric":
+                shown = ", ".join(f"{p}={v}" for p, v in self.values)
+                note = f"numeric, {self.dps} digits" + (f", at {shown}" if shown else "")
+            return f"  {label:<11}= {definition:<26}= {value}   [{note}]"
+
+        return "\n".join([
+            f"Gaussian equivalent of f({self.x}) = {self.f},  {self.x} ~ N(0, 1)",
+            line("mu0", "E f", self.mu0, self.method.mu0),
+            line("mu1", "E x f", self.mu1, self.method.mu1),
+            line("mu_star^2", "E f^2 - mu0^2 - mu1^2", self.mu_star_sq, self.method.mu_star_sq),
+        ])
+
+
+_REAL_X = sympy.Dummy("xi", real=True)
+
+
+def _real_variable(g, x):
+    return g.xreplace({x: _REAL_X})
+
+
+def _to_float_expr(value, dps):
+    """An mpf as a sympy Float carrying ``dps`` digits."""
+    return sympy.Float(mpmath.nstr(value, dps + 3, strip_zeros=False), dps)
+
+
+def gaussian_equivalent(f, x="x", params=None, *, positive=(), dps=30, method="auto", time_budget=10.0):
+    """Gaussian-equivalent coefficients of an entrywise nonlinearity.
+
+    Computes ``mu0 = E f(xi)``, ``mu1 = E xi f(xi)`` and
+    ``mu_star_sq = E f(xi)^2 - mu0^2 - mu1^2`` for ``xi ~ N(0, 1)`` by
+    integrating against ``exp(-x^2/2)/sqrt(2 pi)`` over the real line.
+
+    Parameters
+    ----------
+    f : str or sympy.Expr
+        The nonlinearity. A string is parsed safely by
+        :func:`parse_nonlinearity` (whitelisted names only, nothing evaluated
+        as Python); the coefficients are then in plain symbols
+        ``Symbol(name)``. A sympy expression keeps its own symbols.
+    x : str or sympy.Symbol, optional
+        The variable (default ``"x"``).
+    params : mapping, optional
+        Parameter values by name (or symbol): a number (int, Fraction,
+        decimal string, float read by its repr, sympy number) or None for
+        "symbolic". Values are needed only for coefficients that have to be
+        computed numerically, and become the defaults of
+        :meth:`GaussianEquivalent.evaluate`.
+    positive : iterable of str, optional
+        Names of parameters declared positive for the integration (all
+        parameters are declared real).
+    dps : int, optional
+        Decimal digits of numeric coefficients (default 30).
+    method : {"auto", "exact", "numeric"}, optional
+        ``"auto"`` integrates with sympy and falls back to quadrature per
+        coefficient; ``"exact"`` raises when sympy finds no closed form;
+        ``"numeric"`` skips sympy (all parameters need values).
+    time_budget : float or None, optional
+        Seconds allowed to sympy for each of the three integrals (default
+        10). Enforced with ``SIGALRM`` in the main thread only; elsewhere
+        sympy runs unbounded.
+
+    Returns
+    -------
+    GaussianEquivalent
+
+    Raises
+    ------
+    DomainError
+        For a string outside the whitelist, an unknown parameter, a
+        non-numeric value, a coefficient that must be computed numerically
+        while a parameter has no value (the message names the parameter), or
+        ``method="exact"`` when sympy finds no closed form.
+    ConvergenceError
+        When quadrature is not stable to ``dps`` digits.
+
+    Notes
+    -----
+    Parity is used before integration: if ``g(-x) = -g(x)`` for an integrand
+    ``g`` (``f``, ``x f`` or ``f^2``), its Gaussian mean is exactly 0. Exact
+    results are valid for all real parameter values (positive for names in
+    ``positive``). A numeric coefficient is stable under a precision increase:
+    quadrature runs at two working precisions which must agree to ``dps``
+    digits.
+
+    References
+    ----------
+    Hayase, Collins, Karakida (2025); Hayase, Karakida (2026): Gaussian
+    equivalence of softmax attention (docs/math.md section 6).
+
+    Examples
+    --------
+    >>> ge = gaussian_equivalent("exp(beta*x - beta**2/2)")
+    >>> ge.mu0, ge.mu1, ge.mu_star_sq
+    (1, beta, -beta**2 + exp(beta**2) - 1)
+    >>> ge.method
+    Coefficients(mu0='exact', mu1='exact', mu_star_sq='exact')
+    >>> gaussian_equivalent("x**3").coefficients
+    Coefficients(mu0=0, mu1=3, mu_star_sq=6)
+    """
+    dps = check_dps(dps)
+    if method not in ("auto", "exact", "numeric"):
+        raise DomainError(f"method must be 'auto', 'exact' or 'numeric', got {method!r}")
+    if time_budget is not None and not (isinstance(time_budget, (int, float)) and time_budget > 0):
+        raise DomainError(f"time_budget must be a positive number of seconds or None, got {time_budget!r}")
+    xname = x.name if isinstance(x, sympy.Symbol) else str(x)
+    if isinstance(f, str):
+        expr, xsym, syms = parse_nonlinearity(f, x=xname)
+    elif isinstance(f, sympy.Expr):
+        expr = f
+        found = [s for s in expr.free_symbols if s.name == xname]
+        if len(found) > 1:
+            raise DomainError(f"several symbols named {xname!r} in f = {f}")
+        xsym = x if isinstance(x, sympy.Symbol) else (found[0] if found else sympy.Symbol(xname))
+        syms = tuple(sorted(expr.free_symbols - {xsym}, key=lambda s: s.name))
+        if len({s.name for s in syms} | {xsym.name}) != len(syms) + 1:
+            raise DomainError(f"f = {f} has several symbols with the same name")
+        check_structure(expr, xsym, syms, f"f = {f}")
+    else:
+        raise DomainError(f"f must be a string or a sympy expression, got {type(f).__name__}")
+    by_name = {s.name: s for s in syms}
+    positive = tuple(positive)
+    for name in positive:
+        if str(name) not in by_name:
+            raise DomainError(f"{name!r} (declared positive) is not a parameter of f = {expr}")
+    values = {}
+    for key, val in (params or {}).items():
+        name = key.name if isinstance(key, sympy.Symbol) else str(key)
+        if name not in by_name:
+            raise DomainError(f"{name!r} is not a parameter of f = {expr}; parameters: {sorted(by_name)}")
+        if val is not None:
+            v = read_number(val, what=f"parameter {name!r}")
+            if name in positive and not v.is_positive:
+                raise DomainError(f"parameter {name!r} is declared positive, got {val!r}")
+            values[by_name[name]] = v
+
+    # Integrate in real (or positive) symbols, map back to the caller's symbols.
+    real = {s: sympy.Symbol(s.name, positive=True) if s.name in positive else sympy.Symbol(s.name, real=True)
+            for s in syms}
+    real[xsym] = _REAL_X
+    back = {v: k for k, v in real.items() if k is not xsym}
+    g_real = expr.xreplace(real)
+    integrands = {"mu0": g_real, "mu1": _REAL_X * g_real, "second_moment": g_real**2}
+
+    exact = {}
+    for name, g in integrands.items():
+        result = None if method == "numeric" else _integrate_gaussian(g, _REAL_X, time_budget)
+        if result is None and method == "exact":
+            raise DomainError(f"sympy found no closed form for E[{g.xreplace(back).xreplace({_REAL_X: xsym})}] "
+                              "within the time budget; use method='auto' or 'numeric'")
+        exact[name] = None if result is None else result.xreplace(back)
+
+    numeric = {}
+    needs = [n for n in integrands if exact[n] is None]
+    if needs:
+        missing = [s.name for s in syms if s not in values]
+        if missing:
+            raise DomainError(
+                f"sympy found no closed form for {', '.join(needs)} of f = {expr}; computing it "
+                f"numerically needs a value for parameter(s) {missing} (pass params={{{missing[0]!r}: ...}})")
+        for n in needs:
+            g = integrands[n].xreplace({real[s]: values[s] for s in syms})
+            numeric[n] = _quad_expectation(g, _REAL_X, dps)
+
+    def coefficient(n):
+        if exact[n] is not None:
+            return exact[n], "exact"
+        return _to_float_expr(numeric[n], dps), "numeric"
+
+    mu0, how0 = coefficient("mu0")
+    mu1, how1 = coefficient("mu1")
+    second, how2 = coefficient("second_moment")
+    if how0 == how1 == how2 == "exact":
+        star = sympy.simplify(second - mu0**2 - mu1**2)
+        how_star = "exact"
+    else:
+        ctx = context(dps + guard_digits(dps))
+        vals = {}
+        for n in integrands:
+            if exact[n] is not None:
+                vals[n] = to_mpf(ctx, exact[n].xreplace(values))
+            else:
+                vals[n] = ctx.mpf(numeric[n])
+        star_value = vals["second_moment"] - vals["mu0"] ** 2 - vals["mu1"] ** 2
+        star, how_star = _to_float_expr(star_value, dps), "numeric"
+        if how2 == "exact":
+            second, how2 = _to_float_expr(vals["second_moment"], dps), "numeric"
+    used = tuple(sorted(values.items(), key=lambda kv: kv[0].name))
+    return GaussianEquivalent(
+        f=expr, x=xsym, params=syms, mu0=mu0, mu1=mu1, mu_star_sq=star, second_moment=second,
+        method=Coefficients(how0, how1, how_star), values=used, dps=dps)
+
+
+# ----------------------------------------------------------------------------
+# At an entry variance: the coefficients of an entrywise function of a matrix
+# ----------------------------------------------------------------------------
+
+#: The standard deviation of the entries while integrating (a positive symbol; never a user name).
+_SD = sympy.Dummy("sd", positive=True)
+
+
+@dataclass(frozen=True)
+class EntryCoefficients:
+    """Gaussian-equivalent coefficients of ``f`` applied to entries ``u ~ N(0, s)``.
+
+    ``f(M) = mu0 1 1^T + mu1 M + nu Z + (negligible)``, with ``Z`` an
+    independent Gaussian matrix of unit entry variance and
+    ``nu^2 = E f(u)^2 - mu0^2 - s mu1^2``.
+
+    Attributes
+    ----------
+    f : sympy.Expr
+        The function, in ``x``.
+    x : sympy.Symbol
+    variance : sympy.Expr
+        ``s``, the entry variance of the argument (exact, may contain symbols).
+    mu0, mu1, nu_sq : sympy.Expr
+        ``E f(u)``, ``E u f(u) / s`` and ``E f(u)^2 - mu0^2 - s mu1^2``:
+        exact expressions (valid for all values of their symbols) where
+        :attr:`method` says ``"exact"``, else exact rationals of the
+        quadrature value to :attr:`dps` digits.
+    method : Coefficients
+        ``"exact"`` or ``"numeric"`` for ``mu0``, ``mu1``, ``nu_sq``.
+    dps : int
+        Digits of the numeric coefficients.
+    """
+
+    f: sympy.Expr
+    x: sympy.Symbol
+    variance: sympy.Expr
+    mu0: sympy.Expr
+    mu1: sympy.Expr
+    nu_sq: sympy.Expr
+    method: Coefficients
+    dps: int
+
+    def __str__(self):
+        def shown(value, how):
+            if how == "exact":
+                return f"{sympy.sstr(value)}   [exact]"
+            return f"{sympy.Float(value, 20)}   [numeric, {self.dps} digits]"
+
+        return "\n".join([
+            f"  mu0   = E f(u)                       = {shown(self.mu0, self.method.mu0)}",
+            f"  mu1   = E u f(u) / s                 = {shown(self.mu1, self.method.mu1)}",
+            f"  nu^2  = E f(u)^2 - mu0^2 - s mu1^2   = {shown(self.nu_sq, self.method.mu_star_sq)}",
+        ])
+
+
+def _exact_rational(value, dps):
+    """The exact rational of a numeric coefficient, read from its decimal string at ``dps`` digits."""
+    return sympy.Rational(mp_to_str(value, dps))
+
+
+@lru_cache(maxsize=256)
+def entry_coefficients(f, x, variance, dps=50, time_budget=10.0):
+    """The coefficients of ``f`` (in ``x``) applied to entries of variance ``variance``.
+
+    One derivation with :func:`gaussian_equivalent`: it integrates
+    ``g(xi) = f(sd xi)`` against ``N(0, 1)`` with ``sd = sqrt(variance)``
+    (a positive symbol while integrating), so that ``mu0 = E g``,
+    ``mu1 = E xi g / sd`` and ``nu^2 = E g^2 - mu0^2 - (E xi g)^2``.
+
+    Parameters
+    ----------
+    f : sympy.Expr
+        The function (whitelisted structure, checked by the caller).
+    x : sympy.Symbol
+    variance : sympy.Expr
+        Positive, exact; may contain symbols (ratios, parameters).
+    dps : int
+        Digits of coefficients computed by quadrature.
+    time_budget : float
+        Seconds allowed to sympy per integral.
+
+    Returns
+    -------
+    EntryCoefficients
+
+    Raises
+    ------
+    DomainError
+        When a coefficient has no closed form and the function or the
+        variance still contains symbols (quadrature needs numbers).
+
+    Examples
+    --------
+    >>> x = sympy.Symbol("x")
+    >>> c = entry_coefficients(x + (x**2 - 1) / 2, x, sympy.Integer(1))
+    >>> c.mu0, c.mu1, c.nu_sq
+    (0, 1, 1/2)
+    >>> c = entry_coefficients(sympy.Max(x, 0), x, sympy.Symbol("s", positive=True))
+    >>> c.mu0, c.mu1, sympy.simplify(c.nu_sq)
+    (sqrt(2)*sqrt(s)/(2*sqrt(pi)), 1/2, s*(-2 + pi)/(4*pi))
+    """
+    variance = sympy.sympify(variance)
+    symbolic = bool(variance.free_symbols)
+    sd = _SD if symbolic else sympy.sqrt(variance)
+    g = f.xreplace({x: sd * x})
+    params = sorted(g.free_symbols - {x}, key=lambda s: s.name)
+    positive = [_SD.name] if symbolic else []
+    try:
+        ge = gaussian_equivalent(g, x=x, positive=positive, dps=dps, time_budget=time_budget)
+    except DomainError as exc:
+        if "numerically needs a value" not in str(exc):
+            raise
+        shown = ", ".join(str(p) for p in params if p is not _SD)
+        raise DomainError(
+            f"f(x) = {f} has no closed-form Gaussian coefficients at entry variance {variance} (sympy found "
+            f"none), so they are computed by quadrature, which needs numbers; "
+            + (f"the entry variance {variance} of its argument depends on {sorted(map(str, variance.free_symbols))}: "
+               f"scale the argument so that its entry variance is a number" if symbolic else "")
+            + (f"{'; ' if symbolic and shown else ''}write the value of {shown} into the function" if shown else "")
+        ) from None
+    back = {_SD: sympy.sqrt(variance)} if symbolic else {}
+    mu0 = ge.mu0.xreplace(back)
+    ex = ge.mu1.xreplace(back)
+    how = ge.method
+    if how.mu1 == "exact":
+        mu1 = sympy.simplify(ex / sympy.sqrt(variance))
+    else:
+        ctx = context(dps + guard_digits(dps))
+        mu1 = _exact_rational(to_mpf(ctx, ex) / to_mpf(ctx, sympy.sqrt(variance)), dps)
+    if how.mu0 != "exact":
+        mu0 = _exact_rational(to_mpf(context(dps + guard_digits(dps)), mu0), dps)
+    nu_sq = ge.mu_star_sq.xreplace(back)
+    nu_sq = sympy.simplify(nu_sq) if how.mu_star_sq == "exact" else \
+        _exact_rational(to_mpf(context(dps + guard_digits(dps)), nu_sq), dps)
+    return EntryCoefficients(f=f, x=x, variance=variance, mu0=sympy.simplify(mu0), mu1=mu1, nu_sq=nu_sq,
+                             method=how, dps=dps)
