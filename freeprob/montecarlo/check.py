@@ -29,6 +29,7 @@ import numpy as np
 import sympy
 
 from .._errors import DomainError
+from .._numbers import read_number
 from ..expr.entrywise import entrywise_nodes
 from ..expr.kernel import Kernel
 from .sample import check_sample_size, generator, sample_spectrum
@@ -125,7 +126,7 @@ def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.7
         raise DomainError(f"the family-wise level must be a number strictly between 0 and 1, got {level!r}")
     if not all(_probability(p) for p in quantiles):
         raise DomainError(f"quantiles must be numbers strictly between 0 and 1, got {quantiles!r}")
-    rate = finite_size_rate(law.expr) if rate is None else float(rate)
+    rate = finite_size_rate(law.expr) if rate is None else float(read_number(rate, what="rate"))
     if not rate > 0:
         raise DomainError(f"the finite-size rate must be positive, got {rate}")
     check_sample_size(law, n)
