@@ -101,6 +101,9 @@ def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-10, verify=True):
 
 
 def _lstsq(a, b):
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        # LAPACK's least squares prints "illegal value" on non-finite input
+        return np.full_like(b, np.nan)
     try:
         return np.linalg.lstsq(a, b, rcond=None)[0]
     except np.linalg.LinAlgError:
