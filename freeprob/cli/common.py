@@ -7,7 +7,6 @@ from pathlib import Path
 
 from .. import FreeProbError, find_model
 from .._precision import mp_to_str
-from ..law import MAX_MOMENTS as _LAW_MAX_MOMENTS
 
 __all__ = [
     "MAX_DPS",
@@ -54,7 +53,7 @@ MAX_DPS = 2000
 #: Largest grid the command line tabulates.
 MAX_GRID = 100000
 #: Most moments the command line computes (``law --moments``, ``moments -k``).
-MAX_MOMENTS = _LAW_MAX_MOMENTS
+MAX_MOMENTS = 200  # the engine's own limit too (freeprob.law.MAX_MOMENTS)
 
 
 def integer_in(lo, hi, what):

@@ -167,6 +167,12 @@ def _grid_density(law, xs, support):
         at_edge = inside & (xs == 0) & np.array([any(float(a) == 0 or float(b) == 0 for a, b in support)] * len(xs))
         dens[at_edge] = np.inf
         inside &= ~at_edge
+    # a point within 1e-15 (relative) of a soft edge is given as 0: the density there,
+    # below about 1e-7 (a square-root edge), is beyond the double-precision solve, which
+    # cannot verify it (the --dps path solves such points in mpmath)
+    soft = [float(e) for ab in support for e in ab if float(e) != 0]
+    on_edge = inside & np.array([any(abs(x - e) <= 1e-15 * max(1.0, abs(e)) for e in soft) for x in xs])
+    inside &= ~on_edge
     if inside.any():
         dens[inside] = law.density_fast(xs[inside])
     for i in np.nonzero(np.isnan(dens))[0]:

@@ -23,6 +23,7 @@ Parsing of a nonlinearity given as a string, and of parameter values, is in
 :mod:`freeprob._numbers`.
 """
 
+import gc
 import signal
 import threading
 import time
@@ -93,12 +94,18 @@ def _within_budget(func, seconds):
         raise _Timeout
 
     previous = signal.signal(signal.SIGALRM, handler)
+    # no cyclic garbage collection inside the budget: its callbacks (gc.callbacks, finalizers)
+    # run at arbitrary points, and an alarm raised in one of them is lost as "unraisable"
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         signal.setitimer(signal.ITIMER_REAL, float(seconds))
         return func()
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        if collecting:
+            gc.enable()
 
 
 @lru_cache(maxsize=256)

@@ -233,6 +233,9 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
             zl = z[left] + 1j * (zt[left].imag * 1e-3)
             g1, c1, r1, o1 = _newton_fast(fast, g[left].copy(), zl, eps_arr[left], tol=tol)
             c1 &= _halfplane_ok(o1, zl, 1e-8)
+            # nearer a branch point the system is worse conditioned: a move is
+            # kept only where its Newton correction still verifies it
+            c1[c1] &= _correction(fast, g1[c1], zl[c1], eps_arr[left][c1]) <= tol
             moved = left[c1]
             g[moved], outs[moved], res[moved], zt[moved] = g1[c1], o1[c1], r1[c1], zl[c1]
             _polish_into(fast, g, outs, res, moved, zt, eps_arr)
