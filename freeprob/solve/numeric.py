@@ -113,7 +113,14 @@ class FastSystem:
         to an unknown ``b`` is ``sum_t c_t F[p, i_t] F[j_t, q]`` over the terms
         ``t = (i_t, j_t, b, c_t)`` of ``eta`` in the same space; the products are
         formed for all (read, term) pairs at once and summed per unknown.
+
+        Overflow gives inf or NaN entries, without a warning: every caller
+        checks the residual, and a non-finite one is a failed point.
         """
+        with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+            return self._phi(g, z, eps, jacobian)
+
+    def _phi(self, g, z, eps, jacobian):
         fs = self.inverses(g, z, eps)
         P = g.shape[0]
         phi = np.zeros((P, self.r), complex)
