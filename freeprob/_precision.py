@@ -56,16 +56,19 @@ def context(dps):
 _FLINT_LOCK = threading.RLock()
 
 
+#: SymPy's numerical evaluation of algebraic numbers (``CRootOf.evalf``,
+#: ``nsolve``) works in mpmath's global context, whose precision another thread
+#: can change in the middle of it: the polynomial route runs under this lock.
+#: It is not flint's lock, so a long elimination does not stall Dyson solves in
+#: other threads (the polynomial route may take flint's lock inside this one;
+#: the Dyson route never takes this one, so the order is fixed).
+_SYMPY_LOCK = threading.RLock()
+
+
 @contextlib.contextmanager
 def shared_precision():
-    """Hold the process-wide precision lock (the one :func:`flint_precision` takes).
-
-    SymPy's numerical evaluation of algebraic numbers (``CRootOf.evalf``,
-    ``nsolve``) works in mpmath's global context, whose precision another
-    thread can change in the middle of it; the polynomial route of a law runs
-    under this lock, so that two threads cannot.
-    """
-    with _FLINT_LOCK:
+    """Run SymPy numerics that use mpmath's global context, one thread at a time (see ``_SYMPY_LOCK``)."""
+    with _SYMPY_LOCK:
         yield
 
 

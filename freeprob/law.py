@@ -332,27 +332,38 @@ class SpectralLaw:
         return outs[:, 0] / zs
 
     def cauchy_fast(self, z):
-        """Double-precision Cauchy transform at complex points (vectorized).
+        """Double-precision Cauchy transform at complex points (a scalar or a 1-d array).
 
-        Points where the solve could not be verified (residual above 1e-10,
-        wrong half-plane; typically exactly at an atom) are NaN.
+        Points where the solve could not be verified are NaN: a Newton
+        correction above 1e-10 (relative), the Herglotz bound
+        ``-Im G >= y/((|x| + R)^2 + y^2)/2`` failed (a wrong branch), or a real
+        point whose boundary value is not reached (at an atom, or within about
+        ``1e-10`` of the width from an edge).
         """
-        z = np.atleast_1d(np.asarray(z, dtype=complex))
+        try:
+            z = np.atleast_1d(np.asarray(z, dtype=complex))
+        except (TypeError, ValueError):
+            raise DomainError(f"points must be numbers (a scalar or a 1-d array), got {z!r}") from None
+        if z.ndim != 1:
+            raise DomainError(f"points must be a scalar or a 1-d array, got an array of shape {z.shape}")
         if z.size == 0:
             return np.zeros(0, dtype=complex)
         flip = z.imag < 0
         w = np.where(flip, np.conj(z), z)
         zs = self._to_system_z(w)
         eta = 1e-12 * (1 + np.abs(zs))
-        near = zs.imag < eta
         # Points on (or within round-off of) the axis are solved on the axis
         # itself: solve_fast continues them from just above it and finishes
-        # with Newton on the real line. The one exception is 0 for a law of
-        # squared singular values, whose system variable sqrt(w) has no side.
-        hold = near & (zs.real == 0) & (self.law == "squared-singular-values")
-        zs = np.where(hold, 1j * eta, np.where(near, zs.real + 0j, zs))
-        _, outs, conv, res = solve_fast(self.fast, zs, raise_on_failure=False)
+        # with Newton on the real line. For squared singular values, w < 0
+        # is the imaginary system point i sqrt(-w), solved as it is, and
+        # w = 0 (where the atom and a hard edge sit) has no value.
+        near = (zs.imag < eta) & (zs.real != 0)
+        zero = zs == 0
+        zs = np.where(near, zs.real + 0j, np.where(zero, 1j, zs))
+        radius = self.scale if self.law == "eigenvalues" else float(np.sqrt(self.scale))
+        _, outs, conv, res = solve_fast(self.fast, zs, raise_on_failure=False, radius=radius)
         g = self._from_outputs(zs, outs)
+        conv &= ~zero
         g = np.where(conv, g, complex(np.nan, np.nan))  # NaN in both parts: an unverified density is NaN, not 0
         return np.where(flip, np.conj(g), g)
 
@@ -364,7 +375,10 @@ class SpectralLaw:
         relative to ``max(1, |G|)`` inside the support.
         Unverified points (at an atom) are NaN.
         """
-        x = np.atleast_1d(np.asarray(x, dtype=float))
+        try:
+            x = np.atleast_1d(np.asarray(x, dtype=float))
+        except (TypeError, ValueError):
+            raise DomainError(f"points must be real numbers (a scalar or a 1-d array), got {x!r}") from None
         g = self.cauchy_fast(x.astype(complex))
         d = -g.imag / np.pi
         if self.law == "squared-singular-values":
@@ -535,7 +549,8 @@ class SpectralLaw:
         if failed is not None:
             raise failed
         try:
-            return cauchy_polynomial(self.closed_form_data, symbolic=symbolic, budget_seconds=budget_seconds)
+            with shared_precision():
+                return cauchy_polynomial(self.closed_form_data, symbolic=symbolic, budget_seconds=budget_seconds)
         except EliminationError as exc:
             self._cache.put(key, exc)
             raise
@@ -545,7 +560,8 @@ class SpectralLaw:
         (:func:`freeprob.scalar.closedform.exact_moments`): exact numbers, or with
         ``symbolic=True`` rational functions of the ratios and parameters."""
         k = _count(k, "the number of moments", 0, MAX_MOMENTS)
-        return exact_moments(self.closed_form_data, k, symbolic=symbolic)
+        with shared_precision():
+            return exact_moments(self.closed_form_data, k, symbolic=symbolic)
 
     def support(self, dps=None, grid=401, method=None):
         """Support intervals ``[(a, b), ...]`` with edges to ``dps`` digits (default 15).

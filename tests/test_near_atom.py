@@ -57,3 +57,45 @@ def test_support_reaches_the_hard_edge(law):
     # within the double-precision contract (1e-12)
     d_in, d_out = law.density_fast(np.array([float(b) * (1 - 1e-6), float(b) * (1 + 1e-6)]))
     assert 0 < d_in < 1e-2 and 0 <= d_out <= 1e-12
+
+
+# -- next to an atom on the axis: a verified value or NaN, never another branch ------------------
+
+P_, N_ = fp.dims("p n")
+X_, Y_ = fp.gaussian("X", (P_, N_)), fp.gaussian("Y", (P_, N_))
+
+
+def test_squared_singular_values_next_to_0():
+    """X/sqrt(n) with p = 2n: an atom 1/2 at 0 and the bulk on [0.17, 5.83]; the gap near 0 has density 0."""
+    sv = fp.singular_value_law(X_ / sympy.sqrt(N_), {P_: 2, N_: 1})
+    d = sv.density_fast(np.array([1e-300, 1e-30, 1.0]))
+    assert all(np.isnan(v) or v == 0 for v in d[:2]) and abs(d[2] - 1 / (2 * np.pi)) < 1e-12
+    g = sv.cauchy_fast(np.array([-1e-30, 0.0]))
+    # at w < 0 the atom dominates: G(w) = 0.5/w + O(1)
+    assert np.isnan(g[0]) or abs(g[0] - 0.5 / -1e-30) <= 1e-12 * abs(g[0])
+    assert np.isnan(g[1])  # G(0) is infinite
+
+
+def test_eigenvalues_next_to_an_atom():
+    """A symmetrized product with an atom 1/9 at 0 and a gap (-0.033, 0.033) around it."""
+    law = fp.eigenvalue_law((X_ @ Y_.T + Y_ @ X_.T) / N_, {P_: 9, N_: 4})
+    xs = np.array([1e-10, 1e-20, 1e-300])
+    g = law.cauchy_fast(xs)
+    for x, v in zip(xs, g):
+        # G(x) = (1/9)/x + r(x), |r| <= 1/dist(x, bulk) < 1/0.033 (the absolutely continuous
+        # part, at most mass one at distance 0.033): a real value near -4/3 or +4/3 is another branch
+        assert np.isnan(v) or abs(v - 1 / (9 * x)) <= 1 / 0.033
+    above = law.cauchy_fast(np.array([1e-300 + 1e-11j, 1e-6j]))
+    assert all(np.isnan(v) or v.imag < 0 for v in above)
+    d = law.density_fast(np.array([1e-7, 3e-8, 1e-8]))
+    assert all(np.isnan(v) or v == 0 for v in d)
+
+
+def test_a_soft_edge_within_one_cell_of_0_is_not_a_hard_edge():
+    """Marchenko-Pastur at ratio 9/10: the lower edge 0.0026 is below one grid cell from 0."""
+    law = fp.eigenvalue_law(X_ @ X_.T / N_, {P_: sympy.Rational(9, 10), N_: 1})
+    (a, b), = law.support_fast()
+    (a30, b30), = law.support(dps=30)
+    assert abs(a - float(a30)) <= 1e-6 * float(b30) and abs(b - float(b30)) <= 1e-6 * float(b30)
+    # the distribution table works (it failed on an invented hard edge at 0)
+    assert 0.6 < law.quantile(0.5) < 0.8

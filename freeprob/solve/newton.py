@@ -131,6 +131,10 @@ def _advance(fast, g, z0, e0, z1, e1, depth, tol, verify=True):
     return g1, conv, res
 
 
+#: Largest relative change of the solution between x + ih and x + 2ih for a
+#: real point kept at x + ih (its error as the boundary value is about that).
+AXIS_KEEP = 1e-12
+
 #: Times a real point refused on the axis is brought 1000 times nearer to it and tried again.
 AXIS_RETRIES = 3
 
@@ -140,7 +144,7 @@ MAX_POINT = 1e150
 
 
 def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, raise_on_failure=True, anchors=True,
-               polish=True, axis_offset=1e-12):
+               polish=True, axis_offset=1e-12, radius=None):
     """Solve at every point of ``z`` (Im z >= 0) in double precision.
 
     Parameters
@@ -171,9 +175,21 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
         converges to ``tol``, stays within :data:`AXIS_MOVE` (relative) of
         its start and has ``Im G <= 1e-8 (1 + |G|)`` on the ``u`` rows;
         otherwise (at an atom, or so close to an edge that the axis solution
-        is ill-conditioned: about ``1e-10`` of the support's scale) the
-        solution at ``x + i h`` is returned, which differs from the boundary
-        value by about ``h |G'|``.
+        is ill-conditioned: about ``1e-10`` of the support's scale) ``h`` is
+        cut by factors of 1000 (:data:`AXIS_RETRIES` times) and the axis step
+        tried again, and a point still refused keeps the solution at
+        ``x + i h`` only if it moves by at most :data:`AXIS_KEEP` between
+        ``x + ih`` and ``x + 2ih`` (else it is unverified).
+
+    radius : float, optional
+        A bound ``R`` of the support of the law whose Cauchy transform is the
+        first output (in the system's variable). With it, a point above the
+        axis must satisfy ``-Im G >= y / ((|x| + R)^2 + y^2) / 2`` (half the
+        strict Herglotz bound), which refuses a real branch next to an atom.
+
+    A real point whose axis step is refused keeps the solution at ``x + ih``
+    only where it moves by at most :data:`AXIS_KEEP` (relative) between
+    ``x + ih`` and ``x + 2ih``; otherwise it is unverified.
 
     Returns
     -------
@@ -208,6 +224,9 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
     else:
         g, outs, conv, res = _solve_paths(fast, zt, eps, tol, depth, steps_per_decade)
     eps_arr = np.full(P, float(eps))
+    if radius is not None:
+        # before any axis step: a start on a real branch would lead it astray
+        conv &= _herglotz_ok(outs, zt, radius)
     todo = conv.copy()  # converged points still to polish at zt
     at_axis = np.zeros(P, bool)  # points whose solution is the one on the axis itself
     on = np.flatnonzero(conv & axis)
@@ -253,6 +272,20 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
         idx = np.flatnonzero(conv)
         step = _correction(fast, g[idx], np.where(at_axis[idx], z[idx], zt[idx]), eps_arr[idx])
         conv[idx] = step <= tol
+    off = np.flatnonzero(conv & axis & ~at_axis)
+    if len(off):
+        # a real point whose axis step was refused carries the solution at x + ih:
+        # it stands for the boundary value only where that solution hardly moves
+        # between x + ih and x + 2ih (h |dg/dz| below AXIS_KEEP); next to an atom
+        # or a branch point it does not, and the point is unverified
+        z2 = z[off] + 2j * zt[off].imag
+        g2, c2, _, _ = _newton_fast(fast, g[off].copy(), z2, eps_arr[off], tol=tol)
+        with np.errstate(all="ignore"):
+            drift = np.max(np.abs(g2 - g[off]), axis=1) / (1 + np.max(np.abs(g[off]), axis=1))
+        conv[off] = c2 & (drift <= AXIS_KEEP)
+    if radius is not None:
+        idx = np.flatnonzero(conv & ~at_axis)
+        conv[idx] = _herglotz_ok(outs[idx], zt[idx], radius)
     if raise_on_failure and not conv.all():
         i = int(np.argmin(conv))
         raise ConvergenceError(
@@ -305,6 +338,15 @@ def _polish(fast, g, z, eps, maxiter=8, floor=1e-15):
         with np.errstate(all="ignore"):
             res[idx] = np.max(np.abs(g[idx] - phi), axis=1) / (1 + np.max(np.abs(g[idx]), axis=1))
     return g, outs, np.where(np.isfinite(res), res, np.inf)
+
+
+def _herglotz_ok(outs, z, radius):
+    """Herglotz, strictly: for a probability measure within ``[-R, R]``,
+    ``-Im G(x + iy) >= y / ((|x| + R)^2 + y^2)``; half of it is required of the
+    first output (a real branch next to an atom, ``Im G`` about 0 or of the
+    wrong sign, fails it)."""
+    floor = z.imag / ((np.abs(z.real) + float(radius)) ** 2 + z.imag ** 2)
+    return -outs[:, 0].imag >= 0.5 * floor
 
 
 def _correction(fast, g, z, eps):
@@ -428,7 +470,36 @@ def _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade, stride=8):
 
 
 def _solve_paths(fast, z, eps, tol, depth, steps_per_decade):
-    """Every point by its own path from ``Im z`` large (vectorized)."""
+    """Every point by its own path from ``Im z`` large (vectorized).
+
+    A path has one step per decade between the start and its point's
+    ``y_mid`` (below): points are grouped by that count (in fours), so that one
+    point next to 0 does not make every point of the batch take its many
+    steps.
+    """
+    P = len(z)
+    if P == 0:
+        return (np.zeros((0, fast.r), complex), np.zeros((0, len(fast.outputs)), complex), np.zeros(0, bool),
+                np.zeros(0))
+    scale = max(4.0, 2.0 * float(np.max(np.abs(z))))
+    y_mid = np.maximum(np.maximum(z.imag, 1e-300), 1e-3 * np.minimum(scale, np.abs(z.real)))
+    with np.errstate(all="ignore"):
+        group = np.ceil(np.ceil(steps_per_decade * np.log10(scale / y_mid)) / 4)
+    keys = np.unique(group)
+    if len(keys) == 1:
+        return _solve_path_group(fast, z, eps, tol, depth, steps_per_decade)
+    g = np.zeros((P, fast.r), complex)
+    outs = np.zeros((P, len(fast.outputs)), complex)
+    conv = np.zeros(P, bool)
+    res = np.full(P, np.inf)
+    for key in keys:
+        idx = np.flatnonzero(group == key)
+        g[idx], outs[idx], conv[idx], res[idx] = _solve_path_group(fast, z[idx], eps, tol, depth, steps_per_decade)
+    return g, outs, conv, res
+
+
+def _solve_path_group(fast, z, eps, tol, depth, steps_per_decade):
+    """:func:`_solve_paths` for one group: every point takes the same number of steps."""
     P = len(z)
     y_target = np.maximum(z.imag, 1e-300)
     scale = max(4.0, 2.0 * float(np.max(np.abs(z)))) if P else 4.0
