@@ -357,8 +357,8 @@ class SpectralLaw:
         # with Newton on the real line. For squared singular values, w < 0
         # is the imaginary system point i sqrt(-w), solved as it is, and
         # w = 0 (where the atom and a hard edge sit) has no value.
-        near = (zs.imag < eta) & (zs.real != 0)
-        zero = zs == 0
+        zero = (zs == 0) & (self.law == "squared-singular-values")
+        near = (zs.imag < eta) & ~zero & ((zs.real != 0) | (self.law == "eigenvalues"))
         zs = np.where(near, zs.real + 0j, np.where(zero, 1j, zs))
         radius = self.scale if self.law == "eigenvalues" else float(np.sqrt(self.scale))
         _, outs, conv, res = solve_fast(self.fast, zs, raise_on_failure=False, radius=radius)
