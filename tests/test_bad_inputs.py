@@ -478,8 +478,6 @@ def test_tiny_ratio_double_precision_density():
     assert abs(d - exact) <= 1e-12 * max(1.0, np.pi * exact)
 
 
-@xfail("exact moments at n = 8.47e-208 (wigner-semicircle, --set n=...) reach sympy with a NaN: "
-       "'nan is not in any domain' is an internal error (exit 3)")
 def test_exact_moments_tiny_ratio():
     code, _, err = cli(["moments", "wigner-semicircle", "-k", "4", "--exact", "--set", "n=8.46682802473671e-208"])
     assert code == 2 and "internal error" not in err

@@ -131,7 +131,13 @@ def series_coefficients(system, order, ctx=None, domain=None):
         conv = lambda c: dom.from_sympy(sympy.nsimplify(c) if sympy.sympify(c).is_Float else sympy.sympify(c))  # noqa: E731
         zero, one = dom.zero, dom.one
     r = system.n_unknowns
-    spaces = system.block_data(conv)
+    try:
+        spaces = system.block_data(conv)
+    except (sympy.polys.polyerrors.CoercionFailed, sympy.polys.polyerrors.PolynomialError) as exc:
+        # sympy places algebraic numbers in a common field by PSLQ, which fails
+        # for extreme values (a ratio of 1e-207 gave "nan is not in any domain")
+        raise ConvergenceError(f"the exact series could not place the coefficients in one algebraic number field "
+                               f"(sympy: {exc}); ask for moments with dps=... instead") from None
 
     def eta(s, g):
         k = spaces[s][0]
