@@ -360,8 +360,9 @@ class SpectralLaw:
         zero = (zs == 0) & (self.law == "squared-singular-values")
         near = (zs.imag < eta) & ~zero & ((zs.real != 0) | (self.law == "eigenvalues"))
         zs = np.where(near, zs.real + 0j, np.where(zero, 1j, zs))
+        fast = self.fast  # first: a parameter without a value is reported here, by name
         radius = self.scale if self.law == "eigenvalues" else float(np.sqrt(self.scale))
-        _, outs, conv, res = solve_fast(self.fast, zs, raise_on_failure=False, radius=radius)
+        _, outs, conv, res = solve_fast(fast, zs, raise_on_failure=False, radius=radius)
         g = self._from_outputs(zs, outs)
         conv &= ~zero
         g = np.where(conv, g, complex(np.nan, np.nan))  # NaN in both parts: an unverified density is NaN, not 0

@@ -99,3 +99,19 @@ def test_a_soft_edge_within_one_cell_of_0_is_not_a_hard_edge():
     assert abs(a - float(a30)) <= 1e-6 * float(b30) and abs(b - float(b30)) <= 1e-6 * float(b30)
     # the distribution table works (it failed on an invented hard edge at 0)
     assert 0.6 < law.quantile(0.5) < 0.8
+
+
+def test_a_small_bulk_next_to_0_is_found():
+    """The Gaussian equivalent of random features (coefficients near tanh's: 3/5 and noise variance
+    1/40; n1 = 1, n0 = 1/2, m = 2) has a bulk on [0.0033, 0.0454] holding half the mass, which fell
+    between two points of the coarse pass (-0.06 and 0.06): the verified support missed it."""
+    n1, n0, m = fp.dims("n1 n0 m")
+    W, X = fp.gaussian("W", (n1, n0)), fp.gaussian("X", (n0, m))
+    Z = fp.gaussian("Z", (n1, m), variance=sympy.Rational(1, 40))
+    y = sympy.Rational(3, 5) * W @ X / sympy.sqrt(n0) + Z
+    law = fp.eigenvalue_law(y @ y.T / m, ratios={n1: 1, n0: sympy.Rational(1, 2), m: 2})
+    verified = law.support(dps=15)
+    fast = law.support_fast()
+    assert len(verified) == len(fast) == 2
+    for (a, b), (fa, fb) in zip(verified, fast):
+        assert abs(float(a) - fa) <= 1e-6 * float(verified[-1][1]) and abs(float(b) - fb) <= 1e-6 * float(verified[-1][1])

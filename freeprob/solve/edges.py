@@ -871,7 +871,8 @@ def support_grid(density, kind, grid, range_, what="the law", max_widenings=12, 
     A finite number of moments or probes can underestimate an edge, so the
     range is doubled while the density is still positive at an end. For
     squared singular values, ``geometric`` adds 24 points between ``1e-6`` of
-    the range and its first cell.
+    the range and its first cell; an eigenvalue range that contains 0 gets
+    16 geometric points on each side of 0, down to ``1e-7`` of the range.
     """
     lo, hi = range_
     for _ in range(max_widenings):
@@ -883,6 +884,12 @@ def support_grid(density, kind, grid, range_, what="the law", max_widenings=12, 
             xs = np.concatenate([np.geomspace(hi * 1e-6, hi / grid, 25)[:-1], np.linspace(hi / grid, hi, grid)])
         else:
             xs = np.linspace(lo, hi, grid)
+            if lo < 0 < hi:
+                # geometric points on both sides of 0, where narrow pieces sit
+                # (next to an atom, or a small bulk of a rank-deficient part)
+                # that a linear grid can step over
+                near0 = np.geomspace(1e-7, 1.0 / grid, 16) * (hi - lo)
+                xs = np.unique(np.concatenate([xs, near0[near0 < hi], -near0[-near0 > lo]]))
         d = density(xs)
         finite = np.isfinite(d)
         # threshold relative to a typical bulk value (a hard edge or an atom's
