@@ -5,7 +5,9 @@ the pattern comparison.
 The public names, by step:
 
 * configuration: :func:`attention_config`, :class:`AttentionConfig`,
-  :func:`head_plan`, :func:`groups_divide`, ``PATTERNS``;
+  :func:`head_plan`, :func:`groups_divide`, ``PATTERNS``; values that
+  depend on the keys: :class:`ValueCoupling`, :func:`split_pattern`,
+  ``COUPLINGS``;
 * regime: :func:`check_regime`, :func:`regime_parameter`,
   :class:`RegimeWarning`;
 * law: :func:`softmax_coefficients`, :func:`attention_expression`,
@@ -34,7 +36,16 @@ hide them. So :func:`freeprob.attention.sweep.sweep` is exported here as
 from .._errors import RegimeWarning
 from .check import AttentionCheckReport, check_attention, multi_size_check, rank_atom
 from .compare import ComparisonReport, allocation_study, compare_patterns, same_system, width_study
-from .config import PATTERNS, AttentionConfig, attention_config, groups_divide, head_plan
+from .config import (
+    COUPLINGS,
+    PATTERNS,
+    AttentionConfig,
+    ValueCoupling,
+    attention_config,
+    groups_divide,
+    head_plan,
+    split_pattern,
+)
 from .equivalence import GaussianEquivalent, command_line_report, gaussian_equivalent, softmax_coefficients
 from .model import attention_expression, attention_law, emit_model, head_groups, model_text
 from .plots import plot_check, plot_comparison, plot_sweep
@@ -54,6 +65,7 @@ from .sweep import sweep as attention_sweep
 
 __all__ = [
     "BETA_WARN",
+    "COUPLINGS",
     "DEFAULT_HEADS",
     "MAX_HEADS",
     "MAX_SWEEP_MOMENTS",
@@ -68,6 +80,7 @@ __all__ = [
     "SweepPlan",
     "SweepResult",
     "SweepRow",
+    "ValueCoupling",
     "allocation_study",
     "attention_config",
     "attention_expression",
@@ -98,5 +111,6 @@ __all__ = [
     "sample_config",
     "softmax_coefficients",
     "softmax_gaussian_equivalent",
+    "split_pattern",
     "width_study",
 ]

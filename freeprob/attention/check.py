@@ -228,7 +228,7 @@ def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d
     sizes = _check_sizes(sizes, rates)
     lengths = [config_sizes(cfg, n)["l"] for n in sizes]
     epsilon = check_regime(cfg.beta, min(lengths), head_dim=min(config_sizes(cfg, n)["d_h"] for n in sizes))
-    law = attention_law(cfg.heads, cfg.pattern, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
+    law = attention_law(cfg.heads, cfg.spec, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
 
     def sample(n, rng):
         return sample_config(cfg, n, rng, linear=linear)

@@ -128,7 +128,8 @@ class ComparisonReport:
     def text(self):
         """The table printed by ``freeprob attention compare``."""
         out = [f"Sharing patterns against independent heads (mha) at the same sizes; {self.setting}", ""]
-        hdr = (f"{'H':>3} {'pattern':<9} {'verdict':<10} {'how':<34} {'digits':>7} {'max|drho|':>10} "
+        w = max([9] + [len(r["pattern"]) for r in self.rows])
+        hdr = (f"{'H':>3} {'pattern':<{w}} {'verdict':<10} {'how':<34} {'digits':>7} {'max|drho|':>10} "
                f"{'MC d/se':>8} {'MC (d-dT)/se':>13} {'MC':<12}")
         out.append(hdr)
         for r in self.rows:
@@ -137,7 +138,7 @@ class ComparisonReport:
             mz = f"{mc['z']:.2f}" if mc else "-"
             mv = mc.get("verdict", "-") if mc else "-"
             dig = "-" if r["digits"] is None else f"{r['digits']:.1f}"
-            out.append(f"{r['heads']:>3} {r['pattern']:<9} {r['verdict']:<10} {r['how']:<34} {dig:>7} "
+            out.append(f"{r['heads']:>3} {r['pattern']:<{w}} {r['verdict']:<10} {r['how']:<34} {dig:>7} "
                        f"{r['max_diff']:>10.2e} {md:>8} {mz:>13} {mv:<12}")
         if self.mc:
             out.append("")
@@ -175,7 +176,7 @@ class ComparisonReport:
 
 def _config_law(cfg):
     """A new law of a configuration (:func:`~freeprob.attention.attention_law`)."""
-    return attention_law(cfg.heads, cfg.pattern, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
+    return attention_law(cfg.heads, cfg.spec, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
 
 
 def same_system(law, ref):
@@ -221,7 +222,7 @@ def plan_configs(heads, patterns, beta, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_o
             cfg = attention_config(h, p, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)
             if h == 1 and cfg.pattern not in ("mha", "tied-kv"):
                 continue
-            configs[(h, cfg.pattern)] = cfg
+            configs[(h, cfg.spec)] = cfg
     return configs
 
 
@@ -282,23 +283,23 @@ def _head_rows(h, group, laws, *, grid, points, dps, digits, timings):
     t = time.perf_counter()
     edge = max(laws[c].support_fast(grid=201, rel=1e-2)[-1][1] for c in group)  # sets the plot grid only
     xs = _grid(edge, grid)
-    dens = {c.pattern: laws[c].density_fast(xs) for c in group}
+    dens = {c.spec: laws[c].density_fast(xs) for c in group}
     timings["engine grids"] += time.perf_counter() - t
     pts = _bulk_points(xs, dens["mha"], count=points) if points else []
     mc_pts = pts or _bulk_points(xs, dens["mha"], count=3)
-    ref_cfg = next(c for c in group if c.pattern == "mha")
+    ref_cfg = next(c for c in group if c.spec == "mha")
     ref = laws[ref_cfg]
     ref_values = {}
     rows = []
     for c in group:
         law = laws[c]
-        row = {"heads": h, "pattern": c.pattern, "max_diff": float(np.nanmax(np.abs(dens[c.pattern] - dens["mha"]))),
+        row = {"heads": h, "pattern": c.spec, "max_diff": float(np.nanmax(np.abs(dens[c.spec] - dens["mha"]))),
                "error_bound": FAST_ERROR * max(1.0, float(np.nanmax(dens["mha"]))), "digits": None,
                "points": pts, "n_unknowns": law.system.n_unknowns}
         if c is ref_cfg:
             row.update(verdict="reference", how=f"{law.system.n_unknowns} unknowns")
         else:
-            row.update(pattern_verdict(law, ref, dens[c.pattern], dens["mha"], pts, dps=dps, digits=digits,
+            row.update(pattern_verdict(law, ref, dens[c.spec], dens["mha"], pts, dps=dps, digits=digits,
                                        ref_values=ref_values, timings=timings))
         rows.append(row)
     panel = {"heads": h, "xmax": float(edge), "lines": [(p, xs, dens[p]) for p in dens]}
@@ -459,7 +460,7 @@ def _softmax_estimates(cfg, points, size, reps, rngs, curves):
             spec = sample_config(cfg, n, next(rngs))
             vals.append(-(1 / (zs[:, None] - spec[None, :])).mean(1).imag)
             if n == size and cfg.heads == curves.get("patterns", {}).get("heads") and len(vals) == 1:
-                curves["patterns"].setdefault("samples", []).append((cfg.pattern, spec))
+                curves["patterns"].setdefault("samples", []).append((cfg.spec, spec))
         vals = np.array(vals)
         stats[n] = (vals.mean(0), vals.var(0, ddof=1), r)
     (mb, vb, rb), (mh, vh, rh) = stats[size], stats[half]
@@ -507,8 +508,8 @@ def confirm_by_softmax(plan, rows, ref_points, laws, size, reps, *, seed=0, leve
     for c in plan:
         pts = np.array([float(x) for x in ref_points[c.heads]])
         rich, var = _softmax_estimates(c, pts, size, reps, it, curves)
-        est[(c.heads, c.pattern)] = (rich, var, -laws[c].cauchy_fast(pts * (1 + 0.5j)).imag)
-        say(f"MC H = {c.heads}, {c.pattern}: done")
+        est[(c.heads, c.spec)] = (rich, var, -laws[c].cauchy_fast(pts * (1 + 0.5j)).imag)
+        say(f"MC H = {c.heads}, {c.spec}: done")
     tests = sum(1 for r in rows if r["verdict"] != "reference") * len(next(iter(ref_points.values())))
     df = 2 * (3 * reps - 2)
     crit = student_t_quantile(1 - level / (2 * max(tests, 1)), df)

@@ -15,17 +15,23 @@ from .._numbers import read_number
 from ..expr.modelfile import MAX_TERMS
 
 __all__ = [
+    "COUPLINGS",
     "PATTERNS",
     "AttentionConfig",
+    "ValueCoupling",
     "attention_config",
     "groups_divide",
     "head_plan",
     "positive_int",
     "beta_value",
+    "split_pattern",
 ]
 
 #: Sharing patterns (``gqa:G`` with ``G`` groups); ``tied-qk`` is refused.
 PATTERNS = ("mha", "mqa", "gqa:G", "shared-v", "tied-kv", "tied-qk")
+
+#: Kinds of value coupling ``V_h = a K_h M_h / sqrt(l) + b V'_h`` (written ``+kv-KIND:A:B`` after a pattern).
+COUPLINGS = ("identity", "gaussian")
 
 DEFAULT_WIDTH = sympy.Rational(1, 2)
 
@@ -84,7 +90,7 @@ def groups_divide(heads, pattern):
     """
     if not isinstance(pattern, str):
         return True
-    name = pattern.strip().lower()
+    name = pattern.strip().lower().partition("+")[0]
     if not name.startswith("gqa:"):
         return True
     text = name[4:]
@@ -143,6 +149,95 @@ def head_plan(pattern, heads, allow_tied_qk=False):
 
 
 @dataclass(frozen=True)
+class ValueCoupling:
+    """Values that depend on the keys: ``V_h = a K_h M_h / sqrt(l) + b V'_h``.
+
+    ``K_h`` is the head's key matrix (``l x d_h``, unit entries), ``V'_h``
+    the value matrix the sharing pattern gives the head (``l x d_v``, entry
+    variance ``1/l``), and the coupling ``M_h`` (``d_h x d_v``) is
+
+    * ``"identity"``: ``M_h = I`` (deterministic; needs ``d_v = d_h``);
+      ``a = 1, b = 0`` is the pattern ``tied-kv``;
+    * ``"gaussian"``: iid ``N(0, 1/d_h)`` entries, independent across heads
+      and of everything else (a random coupling).
+
+    Either way ``K_h M_h / sqrt(l)`` has entries of variance ``1/l``, like
+    ``V'_h``, so ``V_h`` has entry variance ``(a^2 + b^2)/l``; ``a = 0``
+    leaves the pattern's own values (times ``b``). Written
+    ``kv-KIND:A:B`` (:attr:`spec`) after a sharing pattern and a ``+``.
+
+    Attributes
+    ----------
+    kind : str
+        ``"identity"`` or ``"gaussian"``.
+    a, b : sympy.Expr
+        Exact real weights, not both zero.
+    """
+
+    kind: str
+    a: sympy.Expr
+    b: sympy.Expr
+
+    @property
+    def spec(self):
+        """``kv-KIND:A:B``, the spelling read back by :func:`split_pattern`."""
+        return f"kv-{self.kind}:{self.a}:{self.b}"
+
+
+def split_pattern(pattern):
+    """A pattern ``SHARING[+kv-KIND:A:B]`` split into the sharing name and a :class:`ValueCoupling` (or None).
+
+    ``SHARING`` is one of :data:`PATTERNS` (``mha`` when the pattern starts
+    with ``kv-``); ``KIND`` one of :data:`COUPLINGS`; ``A`` and ``B`` exact
+    real numbers (``1/2``, ``sqrt(2)/2``, ``0.5``), not both zero. The
+    sharing name is returned as given (lower case, stripped): :func:`head_plan`
+    checks it.
+
+    Examples
+    --------
+    >>> split_pattern("mqa+kv-gaussian:1:1/2")
+    ('mqa', ValueCoupling(kind='gaussian', a=1, b=1/2))
+    >>> split_pattern("kv-identity:1:0")
+    ('mha', ValueCoupling(kind='identity', a=1, b=0))
+    >>> split_pattern("mha")
+    ('mha', None)
+
+    Raises
+    ------
+    DomainError
+        A malformed coupling, an unknown kind, non-real or zero weights,
+        or a coupling added to ``tied-kv`` (which is already the coupling
+        ``kv-identity:1:0``).
+    """
+    if not isinstance(pattern, str):
+        raise DomainError(f"pattern must be a string among {PATTERNS}, got {pattern!r}")
+    name = pattern.strip().lower()
+    if name.startswith("kv-"):
+        name = "mha+" + name
+    sharing, plus, rest = name.partition("+")
+    sharing = sharing.strip()
+    if not plus:
+        return sharing, None
+    usage = (f"pattern {pattern!r}: a value coupling is written SHARING+kv-KIND:A:B with KIND one of "
+             f"{', '.join(COUPLINGS)} and exact weights A, B (V_h = A K_h M_h / sqrt(l) + B V'_h), "
+             f"e.g. mha+kv-gaussian:1:1")
+    parts = rest.strip().split(":")
+    if len(parts) != 3 or not parts[0].startswith("kv-"):
+        raise DomainError(usage)
+    kind = parts[0][3:]
+    if kind not in COUPLINGS:
+        raise DomainError(f"{usage}; got the kind {kind!r}")
+    a = read_number(parts[1].strip(), what=f"pattern {pattern!r}: the coupling weight A")
+    b = read_number(parts[2].strip(), what=f"pattern {pattern!r}: the weight B of the independent values")
+    if a == 0 and b == 0:
+        raise DomainError(f"pattern {pattern!r}: A = B = 0 gives zero values; at least one weight must be nonzero")
+    if sharing == "tied-kv":
+        raise DomainError(f"pattern {pattern!r}: tied-kv is already the coupling kv-identity:1:0; couple the values "
+                          f"of another pattern (mha+kv-identity:1:0 is tied-kv)")
+    return sharing, ValueCoupling(kind, a, b)
+
+
+@dataclass(frozen=True)
 class AttentionConfig:
     """One attention configuration; exact values, hashable.
 
@@ -150,7 +245,8 @@ class AttentionConfig:
     ----------
     heads : int
     pattern : str
-        Normalized: ``mha``, ``mqa``, ``gqa:G``, ``shared-v`` or ``tied-kv``.
+        The sharing pattern, normalized: ``mha``, ``mqa``, ``gqa:G``,
+        ``shared-v`` or ``tied-kv``.
     groups : int
         Number of distinct key matrices (``H``, 1 for ``mqa``, ``G``).
     beta : sympy.Expr
@@ -166,6 +262,24 @@ class AttentionConfig:
     d_h: sympy.Expr
     d_v: sympy.Expr
     d_out: sympy.Expr
+    coupling: ValueCoupling = None
+
+    @property
+    def spec(self):
+        """The pattern with its value coupling, ``mha+kv-gaussian:1:1`` (the pattern alone without one)."""
+        return self.pattern if self.coupling is None else f"{self.pattern}+{self.coupling.spec}"
+
+    def value_coupling(self):
+        """The effective :class:`ValueCoupling`: ``tied-kv`` is ``kv-identity:1:0``; None for plain values."""
+        if self.pattern == "tied-kv":
+            return ValueCoupling("identity", sympy.Integer(1), sympy.Integer(0))
+        return self.coupling
+
+    @property
+    def value_width_is_key_width(self):
+        """Whether the values are ``l x d_h`` (an identity coupling, tied-kv): then ``d_v`` is ``d_h``."""
+        coupling = self.value_coupling()
+        return coupling is not None and coupling.kind == "identity"
 
     def key_index(self, h):
         """Key matrix (1-based) used by head ``h`` (0-based)."""
@@ -183,20 +297,21 @@ class AttentionConfig:
 
     @property
     def name(self):
-        """``attention-<pattern>-h<H>`` (``gqa:2`` written ``gqa2``)."""
-        return f"attention-{self.pattern.replace(':', '')}-h{self.heads}"
+        """``attention-<pattern>-h<H>`` (``gqa:2`` written ``gqa2``; a coupling adds ``-kv-<kind>``)."""
+        kv = "" if self.coupling is None else f"-kv-{self.coupling.kind}"
+        return f"attention-{self.pattern.replace(':', '')}{kv}-h{self.heads}"
 
     @property
     def ratios(self):
         """``{name: exact ratio}`` of the dimensions of the expression."""
         out = {"l": self.l, "d_h": self.d_h, "d_v": self.d_v, "d_out": self.d_out}
-        if self.pattern == "tied-kv":
+        if self.value_width_is_key_width:
             del out["d_v"]
         return out
 
     def label(self):
         """A short description for tables."""
-        return (f"{self.pattern} H={self.heads} beta={self.beta} l={self.l} d_h={self.d_h} d_v={self.d_v} "
+        return (f"{self.spec} H={self.heads} beta={self.beta} l={self.l} d_h={self.d_h} d_v={self.d_v} "
                 f"d_out={self.d_out}")
 
 
@@ -209,7 +324,10 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
         Number of heads ``H``.
     pattern : str
         ``mha``, ``mqa``, ``gqa:G``, ``shared-v``, ``tied-kv`` (``tied-qk`` is
-        refused).
+        refused), optionally followed by a value coupling ``+kv-KIND:A:B``
+        (:class:`ValueCoupling`, :func:`split_pattern`): values
+        ``V_h = A K_h M_h / sqrt(l) + B V'_h`` with ``M_h = I``
+        (``identity``) or Gaussian (``gaussian``).
     beta : real
         Inverse temperature (nonzero); floats are read by their shortest
         decimal (``0.1 -> 1/10``).
@@ -228,7 +346,7 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
         Bad sizes, ``beta = 0``, unknown pattern, ``H`` not divisible by ``G``,
         more than :data:`~freeprob.expr.modelfile.MAX_TERMS` heads.
     ShapeError
-        ``tied-kv`` with ``d_v != d_h``.
+        ``tied-kv`` or an identity coupling with ``d_v != d_h``.
     RegimeError
         ``tied-qk``.
 
@@ -237,12 +355,15 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
     >>> cfg = attention_config(2, "GQA:2", "1.5")
     >>> cfg.pattern, cfg.groups, cfg.beta, cfg.d_v
     ('gqa:2', 2, 3/2, 1/2)
+    >>> attention_config(2, "mqa+kv-gaussian:1:1/2").spec
+    'mqa+kv-gaussian:1:1/2'
     """
     heads = positive_int("heads", heads)
     if heads > MAX_TERMS:
         # the model file of the configuration (emit_model) holds at most MAX_TERMS terms
         raise DomainError(f"heads must be at most {MAX_TERMS} (the limit on the terms of a model file), got {heads}")
-    name, groups, _ = head_plan(pattern, heads)
+    sharing, coupling = split_pattern(pattern)
+    name, groups, _ = head_plan(sharing, heads)
     b = beta_value(beta)
     lr = _ratio_value(l, "l")
     dh = _ratio_value(d_h, "d_h")
@@ -250,4 +371,7 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
     do = _ratio_value(d_out, "d_out")
     if name == "tied-kv" and dv != dh:
         raise ShapeError(f"pattern 'tied-kv' sets V_h = K_h/sqrt(l), so it needs d_v = d_h; got d_v = {dv}, d_h = {dh}")
-    return AttentionConfig(heads, name, groups, b, lr, dh, dv, do)
+    if coupling is not None and coupling.kind == "identity" and dv != dh:
+        raise ShapeError(f"pattern {pattern!r}: the identity coupling V_h = a K_h / sqrt(l) + b V'_h needs d_v = d_h; "
+                         f"got d_v = {dv}, d_h = {dh} (a gaussian coupling M_h is d_h x d_v)")
+    return AttentionConfig(heads, name, groups, b, lr, dh, dv, do, coupling)

@@ -26,6 +26,11 @@ graph: ``mha`` (independent heads), ``mqa`` (one ``K`` for all heads),
 ``gqa:G`` (heads split into ``G`` contiguous groups, one ``K`` and one ``V``
 per group), ``shared-v`` (one ``V``), ``tied-kv`` (``V_h = K_h/sqrt(l)``).
 The output projections ``W_h`` and the queries ``Q_h`` are never shared.
+Values that depend on the keys in general are a coupling added to a pattern
+(:class:`~freeprob.attention.ValueCoupling`, ``"mha+kv-gaussian:1:0"``):
+``V_h = a K_h M_h / sqrt(l) + b V'_h``, ``V'_h`` the pattern's values and
+``M_h`` the identity (``tied-kv`` is ``a = 1, b = 0``) or a Gaussian
+``d_h x d_v`` matrix of variance ``1/d_h``, one per head (leaves ``M_h``).
 ``tied-qk`` is refused (:class:`~freeprob.RegimeError`).
 
 The expression is built directly with :func:`freeprob.gaussian`, ``@`` and
@@ -96,19 +101,23 @@ def attention_expression(cfg):
     """
     _, mu1, c = softmax_coefficients()
     l, d_h, d_v, d_out = (_dimension(n) for n in ("l", "d_h", "d_v", "d_out"))
-    tied = cfg.pattern == "tied-kv"
-    vdim = d_h if tied else d_v
+    coupling = cfg.value_coupling()
+    vdim = d_h if cfg.value_width_is_key_width else d_v
     H = cfg.heads
     terms = []
     for h in range(H):
         key = gaussian("K" if _one_key(cfg) else f"K_{cfg.key_index(h)}", (l, d_h))
         query = gaussian(f"Q_{h + 1}", (l, d_h))
         noise = gaussian(f"Z_{h + 1}", (l, l))
-        if tied:
-            value = key / sympy.sqrt(l)
-        else:
+        independent = None
+        if coupling is None or coupling.b != 0:
             vname = "V" if _one_value(cfg) else f"V_{cfg.value_index(h)}"
-            value = gaussian(vname, (l, d_v), 1 / l)
+            independent = gaussian(vname, (l, vdim), 1 / l)
+        if coupling is None:
+            value = independent
+        else:
+            mixer = None if coupling.kind == "identity" else gaussian(f"M_{h + 1}", (d_h, d_v), 1 / d_h)
+            value = _coupled_value(coupling, key, mixer, independent, sympy.sqrt(l))
         out = gaussian(f"W_{h + 1}", (vdim, d_out), 1 / (H * vdim))
         mix = (mu1 * query @ key.T / sympy.sqrt(d_h) + c * noise) / sympy.sqrt(l)
         terms.append(mix @ value @ out)
@@ -116,6 +125,44 @@ def attention_expression(cfg):
     for term in terms[1:]:
         expr = expr + term
     return expr
+
+
+def _coupled_value(coupling, key, mixer, independent, root_l):
+    """``a K M / sqrt(l) + b V'`` (``M`` the Gaussian ``mixer``, or the identity when None).
+
+    Built in the order the model-file text of :func:`_value_text` is read,
+    ``((a K) @ M) / sqrt(l)``, so that the file loads back to this expression.
+    """
+    parts = []
+    if coupling.a != 0:
+        coupled = key if coupling.a == 1 else coupling.a * key
+        if mixer is not None:
+            coupled = coupled @ mixer
+        parts.append(coupled / root_l)
+    if coupling.b != 0:
+        parts.append(independent if coupling.b == 1 else coupling.b * independent)
+    value = parts[0]
+    for part in parts[1:]:
+        value = value + part
+    return value
+
+
+def _weight_text(w):
+    """A weight of the coupling as a factor: a positive integer bare, anything else in parentheses."""
+    return str(w) if w.is_Integer and w > 0 else f"({w})"
+
+
+def _value_text(coupling, key, independent, head):
+    """The text of :func:`_coupled_value` (``(K[h] / sqrt(l))`` for tied-kv, as before couplings existed)."""
+    coupled = key if coupling.kind == "identity" else f"{key} @ M[{head}]"
+    parts = []
+    if coupling.a != 0:
+        weight = "" if coupling.a == 1 else f"{_weight_text(coupling.a)} * "
+        parts.append(f"{weight}{coupled} / sqrt(l)")
+    if coupling.b != 0:
+        weight = "" if coupling.b == 1 else f"{_weight_text(coupling.b)} * "
+        parts.append(f"{weight}{independent}")
+    return "(" + " + ".join(parts) + ")"
 
 
 def _one_key(cfg):
@@ -147,7 +194,8 @@ def _structure(cfg):
     """
     _, mu1, c = softmax_coefficients()
     mu1_text, c_text = _scalar_text(mu1), _scalar_text(c)
-    vdim = "d_h" if cfg.pattern == "tied-kv" else "d_v"
+    coupling = cfg.value_coupling()
+    vdim = "d_h" if cfg.value_width_is_key_width else "d_v"
     grouped = cfg.pattern.startswith("gqa:")
     if grouped:
         indices = {"H": f"{cfg.heads}  # heads", "G": f"{cfg.groups}  # groups, one K and one V each",
@@ -160,11 +208,13 @@ def _structure(cfg):
     key = "K" if _one_key(cfg) else f"K[{group}]"
     mats["K"] = (("l", "d_h"), "1", None if _one_key(cfg) else per_group)
     mats["Z"] = (("l", "l"), "1", "H")
-    if cfg.pattern == "tied-kv":
-        value = f"({key} / sqrt(l))"
-    else:
-        value = "V" if _one_value(cfg) else f"V[{group}]"
-        mats["V"] = (("l", "d_v"), "1/l", None if _one_value(cfg) else per_group)
+    value = "V" if _one_value(cfg) else f"V[{group}]"
+    if coupling is None or coupling.b != 0:
+        mats["V"] = (("l", vdim), "1/l", None if _one_value(cfg) else per_group)
+    if coupling is not None:
+        if coupling.kind == "gaussian":
+            mats["M"] = (("d_h", "d_v"), "1/d_h", "H")
+        value = _value_text(coupling, key, value, head)
     mats["W"] = ((vdim, "d_out"), f"1/(H*{vdim})", "H")
     term = f"({mu1_text} * Q[{head}] @ {key}.T / sqrt(d_h) + {c_text} * Z[{head}]) / sqrt(l) @ {value} @ W[{head}]"
     text = f"sum(g, 1, G, sum(j, 1, n, {term}))" if grouped else f"sum(h, 1, H, {term})"
@@ -211,18 +261,26 @@ def model_text(cfg, name=None, description=None):
         shared = {"mha": "independent heads", "mqa": "one K for all heads", "shared-v": "one V for all heads",
                   "tied-kv": "V_h = K_h/sqrt(l)"}.get(cfg.pattern, f"one K and one V per group of "
                                                                   f"{cfg.heads // cfg.groups} heads")
+        if cfg.coupling is not None:
+            k = cfg.coupling
+            shared += (f"; values V_h = a K_h M_h/sqrt(l) + b V'_h, a = {k.a}, b = {k.b}, "
+                       + ("M_h = I" if k.kind == "identity" else "M_h Gaussian of variance 1/d_h, one per head"))
         description = (
             f"Gaussian equivalent of centered {cfg.heads}-head softmax attention, pattern {cfg.pattern} ({shared}): "
             f"squared singular values of sum_h (beta Q_h K_h^T/sqrt(d_h) + c Z_h)/sqrt(l) V_h W_h, c = {c} "
             f"(derived by freeprob.attention.equivalence)"
         )
     lines = [
-        f"# Generated by freeprob.attention.emit_model(heads={cfg.heads}, pattern={cfg.pattern!r}, "
+        f"# Generated by freeprob.attention.emit_model(heads={cfg.heads}, pattern={cfg.spec!r}, "
         f"beta={cfg.beta}, l={cfg.l}, d_h={cfg.d_h}, d_v={cfg.d_v}, d_out={cfg.d_out}).",
         "# Contract: the law of the squared singular values, over its l rows, of",
         "#   Y = sum_h sqrt(l) (A_h - 1 1^T/l) V_h W_h,  A_h = softmax(beta Q_h K_h^T / sqrt(d_h)) row-wise,",
         "# replaced by its Gaussian equivalent (sqrt(l)(A_h - 1 1^T/l) -> (beta S_h + c Z_h)/sqrt(l)).",
         "# The heads are written once, as a sum over indexed matrices: Q[h] is the leaf Q_h of head h.",
+    ]
+    if cfg.coupling is not None:
+        lines.append("# Values depend on the keys: V_h = a K_h M_h / sqrt(l) + b V'_h (freeprob.attention.ValueCoupling).")
+    lines += [
         f"name = {_quote(name)}",
         f"description = {_quote(description)}",
         'law = "squared-singular-values"',
@@ -262,7 +320,9 @@ def attention_law(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v
         ``"gqa:G"`` (``G`` contiguous groups, one ``K`` and one ``V`` per
         group; ``G`` divides ``H``), ``"shared-v"`` (one ``V``),
         ``"tied-kv"`` (``V_h = K_h/sqrt(l)``, ``d_v = d_h``). ``"tied-qk"``
-        is refused.
+        is refused. A value coupling may follow a ``+``:
+        ``"mqa+kv-gaussian:1:1/2"`` gives ``V_h = K_h M_h/sqrt(l) + V'_h/2``
+        (:class:`~freeprob.attention.ValueCoupling`).
     beta : real
         Inverse temperature, nonzero.
     l, d_h, d_v, d_out : real, optional

@@ -35,7 +35,7 @@ import numpy as np
 import sympy
 
 from .._errors import DomainError, RegimeError, ShapeError
-from .config import head_plan
+from .config import head_plan, split_pattern
 from .equivalence import softmax_coefficients
 
 __all__ = ["attention_sizes", "config_sizes", "sample_attention", "sample_config", "softmax_gaussian_equivalent"]
@@ -141,7 +141,12 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
         divisible by ``G``), ``"shared-v"`` (one ``V`` for all heads),
         ``"tied-kv"`` (``V_h = K_h / sqrt(l)``, needs ``d_v == d_h``),
         ``"tied-qk"`` (``Q_h = K_h``; outside the regime, see Raises).
-        The output weights ``W_h`` are never shared.
+        The output weights ``W_h`` are never shared. A value coupling may
+        follow, ``"mha+kv-gaussian:1:1"``
+        (:class:`~freeprob.attention.ValueCoupling`): the values are then
+        ``V_h = a K_h M_h / sqrt(l) + b V'_h`` with ``V'_h`` the pattern's
+        values and ``M_h`` the identity or a fresh Gaussian ``d_h x d_v``
+        matrix of variance ``1/d_h`` per head.
     rng : None, int or numpy.random.Generator, optional
         Seed or generator, normalized by :func:`numpy.random.default_rng`.
     linear : bool, optional
@@ -175,7 +180,8 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
         For non-positive sizes, a non-finite ``beta``, an unknown pattern,
         ``gqa:G`` with ``H`` not divisible by ``G``.
     ShapeError
-        For ``tied-kv`` with ``d_v != d_h``, or ``d_model < l``.
+        For ``tied-kv`` or an identity coupling with ``d_v != d_h``, or
+        ``d_model < l``.
     RegimeError
         For ``tied-qk`` unless ``allow_outside_regime=True``: the diagonal of
         ``Q Q^T/sqrt(d_h)`` grows like ``sqrt(d_h)`` and softmax saturates on
@@ -202,11 +208,15 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
     d_v = _check_size("d_v", d_v)
     d_out = _check_size("d_out", d_out)
     beta = _check_beta(beta)
-    name, _, plan = head_plan(pattern, heads, allow_tied_qk=True)
+    sharing, coupling = split_pattern(pattern)
+    name, _, plan = head_plan(sharing, heads, allow_tied_qk=True)
     if name == "tied-qk" and not allow_outside_regime:
         raise RegimeError(_TIED_QK_MESSAGE)
     if name == "tied-kv" and d_v != d_h:
         raise ShapeError(f"pattern 'tied-kv' sets V_h = K_h/sqrt(l), so it needs d_v == d_h; got d_v={d_v}, d_h={d_h}")
+    if coupling is not None and coupling.kind == "identity" and d_v != d_h:
+        raise ShapeError(f"pattern {pattern!r}: the identity coupling V_h = a K_h/sqrt(l) + b V'_h needs d_v == d_h; "
+                         f"got d_v={d_v}, d_h={d_h}")
     if inputs not in ("gaussian", "orthonormal"):
         raise DomainError(f"inputs must be 'gaussian' or 'orthonormal', got {inputs!r}")
     if inputs == "gaussian" and d_model is not None:
@@ -251,7 +261,12 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
             mix /= math.sqrt(l)
         else:
             mix = _centered_softmax(scores, beta)
-        values = keys / math.sqrt(l) if vi == "tied" else shared("V", vi, d_v, 1.0 / math.sqrt(l))
+        if vi == "tied":
+            values = keys / math.sqrt(l)
+        elif coupling is None:
+            values = shared("V", vi, d_v, 1.0 / math.sqrt(l))
+        else:
+            values = _coupled_values(coupling, keys, d_v, lambda: shared("V", vi, d_v, 1.0 / math.sqrt(l)), rng)
         w_out = rng.standard_normal((d_v, d_out)) * w_scale
         if d_v <= d_out:
             y += (mix @ values) @ w_out
@@ -262,6 +277,28 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
     if sv2.size < l:
         sv2 = np.concatenate([sv2, np.zeros(l - sv2.size)])
     return np.sort(sv2)
+
+
+def _coupled_values(coupling, keys, d_v, independent, rng):
+    """``a K M / sqrt(l) + b V'`` of a :class:`~freeprob.attention.ValueCoupling` (a new array).
+
+    ``M`` is the identity or, for a gaussian coupling, a fresh ``d_h x d_v``
+    matrix of ``N(0, 1/d_h)`` entries (a weight: drawn directly, also for
+    orthonormal inputs, where ``K M = X (W^K M)``); ``independent()`` draws or
+    returns the pattern's value matrix ``V'`` and is called only when
+    ``b != 0``.
+    """
+    l, d_h = keys.shape
+    values = np.zeros((l, d_v))
+    a, b = float(coupling.a), float(coupling.b)
+    if a != 0:
+        coupled = keys
+        if coupling.kind == "gaussian":
+            coupled = keys @ (rng.standard_normal((d_h, d_v)) / math.sqrt(d_h))
+        values += (a / math.sqrt(l)) * coupled
+    if b != 0:
+        values += b * independent()
+    return values
 
 
 def attention_sizes(N, ratios):
@@ -341,4 +378,4 @@ def sample_config(cfg, n, rng=None, linear=False):
     """
     s = config_sizes(cfg, n)
     return sample_attention(s["l"], cfg.heads, s["d_h"], s["d_v"], s["d_out"], float(cfg.beta),
-                            pattern=cfg.pattern, rng=rng, linear=linear)
+                            pattern=cfg.spec, rng=rng, linear=linear)

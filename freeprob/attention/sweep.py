@@ -424,7 +424,7 @@ def plan_sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDT
 def _law(cfg):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RegimeWarning)  # the plan warned once already
-        return attention_law(cfg.heads, cfg.pattern, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
+        return attention_law(cfg.heads, cfg.spec, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
 
 
 def _decimal(x, digits):
@@ -836,7 +836,7 @@ def sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDTH, l=
     timings["total"] = time.perf_counter() - t0
     first = plan.configs[0]
     digits = {"support": dps or EDGE_DIGITS, "moments": dps or 15, "density": dps or FAST_DIGITS}
-    return SweepResult(plan.over, first.pattern, plan.allocation, first.beta, first.l, first.d_out, labels_at, dps,
+    return SweepResult(plan.over, first.spec, plan.allocation, first.beta, first.l, first.d_out, labels_at, dps,
                        MappingProxyType(digits), tuple(rows), plan.skipped, GRID_MARGIN * top,
                        tuple(float(x) for x in xs), MappingProxyType(timings))
 

@@ -15,6 +15,9 @@
                              [--dps D] [--workers N | --scheduler ADDRESS] [--json] [--plot FILE.png]
     freeprob equivalence "exp(beta*x - beta**2/2)" [--set beta=1] [--dps 30]
 
+A pattern may carry a value coupling, ``--pattern mha+kv-gaussian:1:0`` (values
+``V_h = A K_h M_h/sqrt(l) + B V'_h``, :class:`freeprob.attention.ValueCoupling`),
+and ``compare --patterns`` takes such patterns among the others.
 Options of ``check``, ``compare`` and ``sweep`` follow the subcommand name.
 Sizes are ratios (``--dh 1/2``); ``--dv`` defaults to ``--dh``. Without
 ``--emit``, ``freeprob attention`` prints the model file. Progress lines go to
@@ -62,7 +65,9 @@ def _config_args(p, suppress):
     """The configuration options; ``suppress``: no defaults (inherit the parent's)."""
     d = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
     p.add_argument("--heads", type=int, default=d(1), help="number of heads H (default 1)")
-    p.add_argument("--pattern", default=d("mha"), help="mha, mqa, gqa:G, shared-v, tied-kv (tied-qk is refused)")
+    p.add_argument("--pattern", default=d("mha"),
+                   help="mha, mqa, gqa:G, shared-v, tied-kv (tied-qk is refused), optionally +kv-identity:A:B or "
+                        "+kv-gaussian:A:B: values V_h = A K_h M_h/sqrt(l) + B V'_h (M_h = I or Gaussian)")
     p.add_argument("--beta", default=d("1"), help="inverse temperature (default 1)")
     p.add_argument("--l", default=d("1"), help="ratio of the sequence length (default 1)")
     p.add_argument("--dh", default=d("1/2"), help="ratio of the query/key width per head (default 1/2)")
@@ -270,7 +275,8 @@ def add_attention_parsers(subparsers):
 
     m = sub.add_parser("compare", help="which sharing patterns preserve the law of independent heads")
     m.add_argument("--heads", default="1,2,4,8", help="head counts (default 1,2,4,8)")
-    m.add_argument("--patterns", default="mha,mqa,gqa:2,shared-v,tied-kv")
+    m.add_argument("--patterns", default="mha,mqa,gqa:2,shared-v,tied-kv",
+                   help="comma-separated patterns, value couplings included (kv-gaussian:1:0, mqa+kv-identity:3/5:4/5)")
     m.add_argument("--beta", default="1")
     m.add_argument("--l", default="1")
     m.add_argument("--dh", default="1/2")
