@@ -19,6 +19,7 @@ import pytest
 import sympy
 
 import freeprob as fp
+from _replicates import replicate_statistics
 from freeprob.montecarlo.stats import fit_trend, student_t_quantile
 
 n0, n1, n2, n3, m = fp.dims("n0 n1 n2 n3 m")
@@ -128,17 +129,7 @@ def test_monte_carlo_of_the_real_network(layers):
     qpoints = [float(cdf.ac_quantile(q)) for q in (0.25, 0.5, 0.75)]
     theory += [float(cdf(q)) for q in qpoints]
     sizes, reps = [200, 400, 800, 1600], [24, 12, 6, 4]
-    rng = np.random.default_rng(11)
-    means, variances = [], []
-    for size, r in zip(sizes, reps):
-        rows = []
-        for _ in range(r):
-            spec = fp.sample_spectrum(law, size, rng)
-            rows.append([np.mean(spec ** k) for k in (1, 2, 3)] + [np.mean(spec <= q) for q in qpoints])
-        rows = np.array(rows)
-        means.append(rows.mean(0))
-        variances.append(rows.var(0, ddof=1))
-    means, variances = np.array(means), np.array(variances)
+    means, variances = replicate_statistics(law, sizes, reps, 11, qpoints, powers=(1, 2, 3))
     crit = student_t_quantile(1 - 1e-3 / (2 * len(theory)), sum(reps) - len(sizes))
     names = ["m1", "m2", "m3", "F(q1/4)", "F(q1/2)", "F(q3/4)"]
     print(f"\n{layers}-layer tanh network: sample mean - theory at N = {sizes}; fitted limit a - theory, s.e.")

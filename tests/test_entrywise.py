@@ -23,6 +23,7 @@ import pytest
 import sympy
 
 import freeprob as fp
+from _replicates import replicate_statistics
 from freeprob._errors import ConvergenceError
 from freeprob.expr.modelfile import parse_model
 from freeprob.montecarlo.stats import fit_trend, student_t_quantile
@@ -308,17 +309,7 @@ def test_equations_command_shows_the_substitution(tmp_path):
 
 def real_statistics(law, sizes, reps, seed, qpoints):
     """Per size: replicate means and variances of m1, m2, m3 and F(q) of the sampled *nonlinear* model."""
-    rng = np.random.default_rng(seed)
-    means, variances = [], []
-    for n, r in zip(sizes, reps):
-        rows = []
-        for _ in range(r):
-            s = fp.sample_spectrum(law, n, rng)
-            rows.append([np.mean(s ** k) for k in (1, 2, 3)] + [np.mean(s <= q) for q in qpoints])
-        rows = np.array(rows)
-        means.append(rows.mean(0))
-        variances.append(rows.var(0, ddof=1))
-    return np.array(means), np.array(variances)
+    return replicate_statistics(law, sizes, reps, seed, qpoints)
 
 
 def test_monte_carlo_samples_the_nonlinear_model():

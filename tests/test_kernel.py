@@ -18,6 +18,7 @@ import pytest
 import sympy
 
 import freeprob as fp
+from _replicates import replicate_statistics
 from freeprob.expr.modelfile import parse_model
 from freeprob.montecarlo.stats import fit_trend, student_t_quantile
 
@@ -152,17 +153,7 @@ def test_monte_carlo_of_the_real_kernel(f):
     qpoints = [float(cdf.ac_quantile(q)) for q in (0.25, 0.5, 0.75)]
     theory += [float(cdf(q)) for q in qpoints]
     sizes, reps = [250, 500, 1000, 2000], [16, 8, 6, 4]
-    rng = np.random.default_rng(77)
-    means, variances = [], []
-    for size, r in zip(sizes, reps):
-        rows = []
-        for _ in range(r):
-            s = fp.sample_spectrum(law, size, rng)
-            rows.append([np.mean(s ** k) for k in (2, 3, 4)] + [np.mean(s <= q) for q in qpoints])
-        rows = np.array(rows)
-        means.append(rows.mean(0))
-        variances.append(rows.var(0, ddof=1))
-    means, variances = np.array(means), np.array(variances)
+    means, variances = replicate_statistics(law, sizes, reps, 77, qpoints, powers=(2, 3, 4))
     crit = student_t_quantile(1 - 1e-3 / (2 * len(theory)), sum(reps) - len(sizes))
     names = ["m2", "m3", "m4", "F(q1/4)", "F(q1/2)", "F(q3/4)"]
     print(f"\nkernel {f}: sample mean - theory at N = {sizes}; fitted limit a - theory and its s.e.")

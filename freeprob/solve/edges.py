@@ -872,7 +872,8 @@ def support_grid(density, kind, grid, range_, what="the law", max_widenings=12, 
     range is doubled while the density is still positive at an end. For
     squared singular values, ``geometric`` adds 24 points between ``1e-6`` of
     the range and its first cell; an eigenvalue range that contains 0 gets
-    16 geometric points on each side of 0, down to ``1e-7`` of the range.
+    8 geometric points on each side of 0, down to ``1e-4`` of the range (closer
+    to a hard edge the double-precision density is not verified).
     """
     lo, hi = range_
     for _ in range(max_widenings):
@@ -888,7 +889,7 @@ def support_grid(density, kind, grid, range_, what="the law", max_widenings=12, 
                 # geometric points on both sides of 0, where narrow pieces sit
                 # (next to an atom, or a small bulk of a rank-deficient part)
                 # that a linear grid can step over
-                near0 = np.geomspace(1e-7, 1.0 / grid, 16) * (hi - lo)
+                near0 = np.geomspace(1e-4, 1.0 / grid, 8) * (hi - lo)
                 xs = np.unique(np.concatenate([xs, near0[near0 < hi], -near0[-near0 > lo]]))
         d = density(xs)
         finite = np.isfinite(d)
@@ -1010,8 +1011,9 @@ def _grows_to_zero(xs, d, end, out, inner, kind, long_enough, density=None, thr=
 
     A soft edge below one grid cell from 0 with the density's peak just inside
     it looks the same on the grid (Marchenko-Pastur at ratio 0.9: edge
-    0.0026, cell 0.01); with ``density``, the candidate must also carry
-    density above ``thr`` at ``1e-6`` of the grid's width from 0 on its side."""
+    0.0026, cell 0.01); with ``density``, a candidate whose density at
+    ``1e-6`` of the grid's width from 0 (on its side) is verified to be at most
+    ``thr`` is refused."""
     if kind != "eigenvalues" or not long_enough:
         return False
     lo, hi = sorted((xs[end], xs[out]))
@@ -1021,7 +1023,9 @@ def _grows_to_zero(xs, d, end, out, inner, kind, long_enough, density=None, thr=
         return True
     side = 1.0 if xs[end] >= 0 else -1.0
     probe = density(np.array([side * 1e-6 * (xs[-1] - xs[0])]))[0]
-    return bool(np.isfinite(probe) and probe > thr)
+    # refused only on a verified absence of density there (next to a true hard
+    # edge the double-precision value may be unverified, NaN: the candidate stays)
+    return not (np.isfinite(probe) and probe <= thr)
 
 
 def support_by_folds(system, density, kind, range_, grid, dps, what="the law", hard_edge=None):
