@@ -17,7 +17,8 @@ import sympy
 from ._errors import ConvergenceError, DomainError, EliminationError
 from ._numbers import read_number
 from ._precision import check_dps, context, guard_digits, shared_precision, to_mpc, to_mpf
-from .expr.tree import Expr, Matrix, Product, Scaled, Sum, Transpose, leaves
+from .expr.tree import Expr, Inverse, Matrix, Product, Scaled, Sum, Transpose, leaves
+from .reduce.inverse import inverse_norm_bound
 from .reduce.reduction import Reduction
 from .scalar.closedform import (
     LawData,
@@ -136,6 +137,8 @@ def rank_bound(expr, values):
         cap = sympy.Min(dim(rows), dim(cols))
         if isinstance(node, Matrix):
             return cap if node.kind == "gaussian" else dim(rows)
+        if isinstance(node, Inverse):  # invertible (the reduction proved it)
+            return dim(rows)
         if isinstance(node, Transpose):
             return walk(node.arg)
         if isinstance(node, Scaled):
@@ -172,6 +175,8 @@ def norm_bound(expr, values, n=1e8):
         return float(at[s])
 
     def walk(node):
+        if isinstance(node, Inverse):  # 1/gap of the argument, in the limit (freeprob.reduce.inverse)
+            return inverse_norm_bound(node, values, expr.dimensions())
         if isinstance(node, Matrix):
             a, b = node.shape
             if node.kind == "identity":
