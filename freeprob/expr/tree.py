@@ -438,7 +438,10 @@ class Inverse(Expr):
         if rows != cols:
             raise ShapeError(f"inv({a}): the argument has shape ({rows}, {cols}), which is not square; only a "
                              f"square matrix has an inverse (for a rectangular P use inv(P @ P.T) or inv(P.T @ P))")
-        monos = expand(a)
+        try:
+            monos = expand(a)
+        except ValueError as exc:
+            raise DomainError(f"inv({a}): cannot check that the argument is symmetric ({exc})") from None
         for w, c in monos.items():
             d = sympy.simplify(c - monos.get(transpose_word(w), 0))
             if d != 0:
