@@ -470,12 +470,15 @@ class SpectralLaw:
         """The moments ``m_1, ..., m_k`` from the Dyson equation's series at infinity.
 
         Exact sympy numbers when every coefficient is algebraic (and ``dps`` is
-        None); otherwise mpf values correct to ``10^-dps`` (default 15), checked
-        by a second computation with 10 more digits.
+        None) and the expression has no inverse; otherwise mpf values correct
+        to ``10^-dps`` (default 15), checked by a second computation with 10
+        more digits.
         """
         k = _count(k, "the number of moments", 0, MAX_MOMENTS)
         if dps is not None:
             dps = check_dps(dps)
+        elif not self.system.exact_series:  # an inverse: algebraic moments, from the numeric series
+            dps = 15
         return series_moments(self.numeric_system, k, 1 if self.law == "eigenvalues" else 2, dps)
 
     def _moments_float(self, k):
@@ -732,6 +735,8 @@ def _closed_form_data(law):
     """The plain data (and the two callables into the solvers) that :mod:`freeprob.scalar.closedform` works from."""
     step = 1 if law.law == "eigenvalues" else 2
     numeric = law.numeric_system
+    if not numeric.exact_series:  # an inverse: the closed forms start from the exact series
+        raise EliminationError(f"{law.name}: the polynomial route does not take inverses yet; use the Dyson route")
 
     def moments(k):
         exact = system_domain(numeric) is not None

@@ -14,7 +14,7 @@ import json
 
 import sympy
 
-from .._errors import ConvergenceError, EliminationError, FreeProbError
+from .._errors import EliminationError, FreeProbError
 from .._precision import check_dps, context, mp_to_str, to_mpf
 from .common import MAX_DPS, MAX_MOMENTS, integer_in, model_of
 from .. import law_of
@@ -161,9 +161,7 @@ def moments_report(law, k, exact=False, as_json=False, dps=15):
     try:
         ms = list(law.exact_moments(k))
         source = "the series of Pi at infinity"
-    except (EliminationError, ConvergenceError) as exc:  # ConvergenceError: no exact series (an inverse)
-        if exact and isinstance(exc, ConvergenceError):
-            raise
+    except EliminationError:
         try:
             ms = list(law.moments(k))
         except (ValueError, FreeProbError):
@@ -172,6 +170,9 @@ def moments_report(law, k, exact=False, as_json=False, dps=15):
                                     "coefficients are not algebraic") from None
             ms = list(law.moments(k, dps=dps))
         source = "the series of the Dyson equation at infinity"
+    if exact and not all(isinstance(m, sympy.Basic) for m in ms):
+        raise FreeProbError(f"no exact moments for {law.name}: elimination failed and the moments are not "
+                            f"rational (an inverse); drop --exact for {dps} digits")
     if exact:
         out = [str(sympy.sympify(m)) for m in ms]
     else:

@@ -23,7 +23,7 @@ import warnings
 import numpy as np
 import sympy
 
-from .. import ConvergenceError, FreeProbError, builtin_models, check, find_model, law_of
+from .. import FreeProbError, builtin_models, check, find_model, law_of
 from .._numbers import read_number
 from .._precision import context
 from .attention import add_attention_parsers
@@ -194,10 +194,7 @@ def cmd_law(args, out):
     dps = args.dps or 15
     support = law.support(dps=dps)
     atoms = law.atoms(dps=dps)
-    try:
-        moments = law.moments(args.moments)
-    except ConvergenceError:  # no exact series (an inverse): the moments verified to dps digits
-        moments = law.moments(args.moments, dps=dps)
+    moments = law.moments(args.moments)
     xs = _grid(args.grid, law, support, atoms)
     outside = np.array([_outside(x, support) for x in xs])
     if args.dps is None:

@@ -84,6 +84,16 @@ class DysonSystem:
                               self.conditions + tuple(conditions))
 
     @property
+    def exact_series(self):
+        """Whether the series at infinity is exact: True without inverses.
+
+        The bordered row of an inverse makes order 0 of the series a genuine
+        fixed point (values algebraic, not rational), which exact iteration
+        never reaches; such systems take the numeric series.
+        """
+        return not self.conditions
+
+    @property
     def n_unknowns(self):
         return len(self.unknowns)
 
