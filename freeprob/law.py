@@ -17,7 +17,8 @@ import sympy
 from ._errors import ConvergenceError, DomainError, EliminationError
 from ._numbers import read_number
 from ._precision import check_dps, context, guard_digits, shared_precision, to_mpc, to_mpf
-from .expr.tree import Expr, Matrix, Product, Scaled, Sum, Transpose, leaves
+from .expr.tree import Expr, Inverse, Matrix, Product, Scaled, Sum, Transpose, leaves
+from .reduce.inverse import inverse_norm_bound
 from .reduce.reduction import Reduction
 from .scalar.closedform import (
     LawData,
@@ -136,6 +137,8 @@ def rank_bound(expr, values):
         cap = sympy.Min(dim(rows), dim(cols))
         if isinstance(node, Matrix):
             return cap if node.kind == "gaussian" else dim(rows)
+        if isinstance(node, Inverse):  # invertible (the reduction proved it)
+            return dim(rows)
         if isinstance(node, Transpose):
             return walk(node.arg)
         if isinstance(node, Scaled):
@@ -172,6 +175,8 @@ def norm_bound(expr, values, n=1e8):
         return float(at[s])
 
     def walk(node):
+        if isinstance(node, Inverse):  # 1/gap of the argument, in the limit (freeprob.reduce.inverse)
+            return inverse_norm_bound(node, values, expr.dimensions())
         if isinstance(node, Matrix):
             a, b = node.shape
             if node.kind == "identity":
@@ -480,12 +485,15 @@ class SpectralLaw:
         """The moments ``m_1, ..., m_k`` from the Dyson equation's series at infinity.
 
         Exact sympy numbers when every coefficient is algebraic (and ``dps`` is
-        None); otherwise mpf values correct to ``10^-dps`` (default 15), checked
-        by a second computation with 10 more digits.
+        None) and the expression has no inverse; otherwise mpf values correct
+        to ``10^-dps`` (default 15), checked by a second computation with 10
+        more digits.
         """
         k = _count(k, "the number of moments", 0, MAX_MOMENTS)
         if dps is not None:
             dps = check_dps(dps)
+        elif not self.system.exact_series:  # an inverse: algebraic moments, from the numeric series
+            dps = 15
         return series_moments(self.numeric_system, k, 1 if self.law == "eigenvalues" else 2, dps)
 
     def _moments_float(self, k):
@@ -744,6 +752,8 @@ def _closed_form_data(law):
     """The plain data (and the two callables into the solvers) that :mod:`freeprob.scalar.closedform` works from."""
     step = 1 if law.law == "eigenvalues" else 2
     numeric = law.numeric_system
+    if not numeric.exact_series:  # an inverse: the closed forms start from the exact series
+        raise EliminationError(f"{law.name}: the polynomial route does not take inverses yet; use the Dyson route")
 
     def moments(k):
         exact = system_domain(numeric) is not None

@@ -48,7 +48,10 @@ def test_upper_half_plane(law):
 
 def test_cauchy_at_infinity_matches_exact_moments(law):
     """G(z) - sum_{k<=4} m_k z^(-k-1) is the series tail m5/z^6 + m6/z^7 + ... at z = 10^3 i."""
-    ms = [sympy.Integer(1)] + list(law.moments(8))
+    try:
+        ms = [sympy.Integer(1)] + list(law.moments(8))
+    except fp.ConvergenceError:  # an inverse: algebraic moments, from the numeric series at 45 digits
+        ms = [sympy.Integer(1)] + [sympy.Float(str(m), 45) for m in law.moments(8, dps=45)]
     ctx = context(60)
     z = ctx.mpc(0, 1000)
     series = sum(ctx.mpf(sympy.N(m, 60)) / z ** (k + 1) for k, m in enumerate(ms[:5]))

@@ -170,6 +170,9 @@ def moments_report(law, k, exact=False, as_json=False, dps=15):
                                     "coefficients are not algebraic") from None
             ms = list(law.moments(k, dps=dps))
         source = "the series of the Dyson equation at infinity"
+    if exact and not all(isinstance(m, sympy.Basic) for m in ms):
+        raise FreeProbError(f"no exact moments for {law.name}: elimination failed and the moments are not "
+                            f"rational (an inverse); drop --exact for {dps} digits")
     if exact:
         out = [str(sympy.sympify(m)) for m in ms]
     else:

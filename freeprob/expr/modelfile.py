@@ -120,11 +120,11 @@ from types import MappingProxyType
 
 import sympy
 
-from .._errors import DomainError, EquivalenceError, ModelFileError, ScalingError, ShapeError
+from .._errors import DomainError, EquivalenceError, ModelFileError, NotSelfAdjointError, ScalingError, ShapeError
 from .._numbers import ALLOWED_FUNCTIONS, ScalarGrammar, read_number
 from .entrywise import entrywise
 from .kernel import kernel_matrix
-from .tree import LAWS, Expr, Matrix, Sum, as_scalar
+from .tree import LAWS, Expr, Matrix, Sum, as_scalar, inv
 
 __all__ = ["MAX_TERMS", "Model", "load_model", "parse_model", "parse_expression", "builtin_models", "find_model"]
 
@@ -135,6 +135,7 @@ _MATRIX_KEYS = ("kind", "shape", "variance", "index")
 MAX_TERMS = 4096
 #: Names a model file may not declare: what each one is.
 _RESERVED_NAMES = {"sum": "sum(i, first, last, term) is a sum over an index",
+                   "inv": "inv(M) is the inverse of a square symmetric matrix expression",
                    "zero_diagonal": "zero_diagonal(f(X @ X.T / sqrt(p))) is a kernel matrix"}
 
 
@@ -341,11 +342,26 @@ class MatrixGrammar(ScalarGrammar):
     def eval_Call(self, node):
         if isinstance(node.func, ast.Name) and node.func.id == "sum":
             return self.sum_call(node)
+        if isinstance(node.func, ast.Name) and node.func.id == "inv":
+            return self.inverse(node)
         if isinstance(node.func, ast.Name) and self.scope is not None and node.func.id in self.scope.functions:
             return self.scope.apply(node.func.id, node, self)
         if isinstance(node.func, ast.Name) and node.func.id == "zero_diagonal" and self.scope is not None:
             return self.scope.zero_diagonal(node, self)
         return super().eval_Call(node)
+
+    def inverse(self, node):
+        """``inv(M)``: the inverse of a square, symmetric matrix expression (:func:`~freeprob.expr.tree.inv`)."""
+        usage = "inv(M) with M a square symmetric matrix expression, e.g. inv(X @ X.T / n + lam * I)"
+        if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
+            self.fail(f"inv takes one argument: {usage},")
+        arg = self.eval(node.args[0])
+        if not isinstance(arg, Expr):
+            self.fail(f"inv applies to matrices, not to the scalar {arg} (write 1/c for a scalar): {usage},")
+        try:
+            return inv(arg)
+        except (ShapeError, NotSelfAdjointError) as exc:
+            raise type(exc)(f"{self.where}: [{self.key}] {exc} (in {self.shown()})") from None
 
     def sum_call(self, node):
         """``sum(i, first, last, term)``: the expanded sum over ``i``."""

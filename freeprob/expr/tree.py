@@ -1,8 +1,8 @@
 """Random-matrix expressions with symbolic dimensions.
 
 An expression is an immutable tree built from leaves (Gaussian, Wigner and
-identity matrices) with ``@``, ``+``, ``-``, scalar ``*`` and ``/`` and
-``.T``. Dimensions are positive sympy symbols; each names a vector space.
+identity matrices) with ``@``, ``+``, ``-``, scalar ``*`` and ``/``,
+``.T`` and :func:`inv` (the inverse of a symmetric square expression). Dimensions are positive sympy symbols; each names a vector space.
 Shapes are checked when the tree is built.
 
 Examples
@@ -23,7 +23,7 @@ from typing import Tuple
 
 import sympy
 
-from .._errors import DomainError, ShapeError
+from .._errors import DomainError, NotSelfAdjointError, ShapeError
 from .._numbers import read_scalar
 
 __all__ = [
@@ -38,6 +38,8 @@ __all__ = [
     "Product",
     "Scaled",
     "Transpose",
+    "Inverse",
+    "inv",
     "as_scalar",
     "leaves",
     "expand",
@@ -370,6 +372,8 @@ class Scaled(Expr):
     def __str__(self):
         inner = f"({self.arg})" if type(self.arg) is Sum else str(self.arg)
         c = self.coeff
+        if c == 1:
+            return inner
         if c == -1:
             return f"-{inner}"
         num, den = sympy.fraction(c)
@@ -395,6 +399,8 @@ class Transpose(Expr):
             return a.arg
         if isinstance(a, Matrix) and a.kind in ("wigner", "identity"):
             return a
+        if isinstance(a, Inverse):  # the inverse of a symmetric matrix is symmetric
+            return a
         return Transpose(a)
 
     @property
@@ -407,6 +413,75 @@ class Transpose(Expr):
     def __str__(self):
         bare = isinstance(self.arg, Matrix) or (isinstance(self.arg, Sum) and type(self.arg) is not Sum)  # f(M).T
         return f"{self.arg}.T" if bare else f"({self.arg}).T"
+
+
+@dataclass(frozen=True)
+class Inverse(Expr):
+    """The inverse ``M^{-1}`` of a square, symmetric expression ``M`` (made by :func:`inv`).
+
+    In expansions (:func:`expand`) the inverse is one symmetric letter, like
+    a Wigner matrix: ``kind`` is ``"inverse"`` and ``name`` its text. The
+    reduction linearizes it (docs/engine.md, "Inverses") and refuses it
+    unless the limiting spectrum of ``M`` is certified to stay away from 0.
+    """
+
+    arg: Expr
+
+    #: The letter kind of an inverse in :func:`expand` (never transposed: the inverse is symmetric).
+    kind = "inverse"
+
+    @staticmethod
+    def of(a):
+        if not isinstance(a, Expr):
+            raise TypeError(f"inv needs a square matrix expression, got {a!r}")
+        rows, cols = a.shape
+        if rows != cols:
+            raise ShapeError(f"inv({a}): the argument has shape ({rows}, {cols}), which is not square; only a "
+                             f"square matrix has an inverse (for a rectangular P use inv(P @ P.T) or inv(P.T @ P))")
+        try:
+            monos = expand(a)
+        except ValueError as exc:
+            raise DomainError(f"inv({a}): cannot check that the argument is symmetric ({exc})") from None
+        for w, c in monos.items():
+            d = sympy.simplify(c - monos.get(transpose_word(w), 0))
+            if d != 0:
+                raise NotSelfAdjointError(
+                    f"inv({a}): the argument is not symmetric (M - M^T contains {word_str(w, d)}); freeprob "
+                    f"inverts symmetric expressions only, whose spectrum it can keep away from 0 "
+                    f"(symmetrize it, as in P + P.T, or invert P @ P.T)")
+        return Inverse(a)
+
+    @property
+    def shape(self):
+        return self.arg.shape
+
+    @property
+    def name(self):
+        return str(self)
+
+    def children(self):
+        return (self.arg,)
+
+    def __str__(self):
+        return f"inv({self.arg})"
+
+
+def inv(m):
+    """The inverse of a square, symmetric matrix expression ``m``.
+
+    Raises :class:`~freeprob.ShapeError` for a non-square ``m`` and
+    :class:`~freeprob.NotSelfAdjointError` for a non-symmetric one. The law of
+    an expression containing ``inv(m)`` is refused (a
+    :class:`~freeprob.DomainError`) unless the limiting spectrum of ``m``
+    provably avoids 0 at the values given (docs/model-files.md, "Inverses").
+
+    >>> import freeprob as fp
+    >>> p, n = fp.dims("p n")
+    >>> X = fp.gaussian("X", (p, n))
+    >>> print(fp.inv(X @ X.T / n + 2 * fp.identity(p)))
+    inv(X @ X.T/n + 2*I_p)
+    """
+    return Inverse.of(m)
 
 
 def leaves(expr):
@@ -460,6 +535,8 @@ def expand(expr, limit=20000):
     """
 
     def rec(node, transposed):
+        if isinstance(node, Inverse):
+            return {((node, False),): sympy.Integer(1)}
         if isinstance(node, Matrix):
             if node.kind == "identity":
                 return {(): sympy.Integer(1)}

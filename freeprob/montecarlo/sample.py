@@ -7,7 +7,9 @@ so the user's own scale factors are what is tested. An entrywise function
 (:class:`~freeprob.expr.entrywise.Entrywise`) is evaluated for real: its
 function is applied to every entry of its sampled argument (the nonlinear
 model itself, not its Gaussian equivalent), and a kernel matrix
-(:class:`~freeprob.expr.kernel.Kernel`) then has its diagonal set to 0. A law is read by duck type:
+(:class:`~freeprob.expr.kernel.Kernel`) then has its diagonal set to 0. An
+inverse (:class:`~freeprob.expr.tree.Inverse`) is the numpy inverse of its
+sampled argument; a singular sample is a :class:`~freeprob.DomainError`. A law is read by duck type:
 ``expr``, ``law`` (the kind), ``ratios`` and ``params``.
 """
 
@@ -19,7 +21,7 @@ import sympy
 from .._errors import DomainError
 from ..expr.entrywise import Entrywise
 from ..expr.kernel import Kernel
-from ..expr.tree import Matrix, Product, Scaled, Sum, Transpose
+from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose
 
 __all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "entrywise_function", "generator", "sample_bytes",
            "sample_matrix", "sample_spectrum", "sizes_for", "spawn_generators"]
@@ -204,6 +206,8 @@ def sample_matrix(law, n, rng=None):
             out = _scalar(node.coeff, values) * ev(node.arg)
         elif isinstance(node, Transpose):
             out = ev(node.arg).T
+        elif isinstance(node, Inverse):
+            out = _inverse(node, ev(node.arg))
         elif isinstance(node, Sum):
             out = sum(ev(t) for t in node.terms)
         elif isinstance(node, Product):
@@ -215,6 +219,18 @@ def sample_matrix(law, n, rng=None):
         return out
 
     return ev(law.expr)
+
+
+def _inverse(node, m):
+    """The numpy inverse of the sample ``m`` of ``node``'s argument (DomainError when it is singular)."""
+    try:
+        out = np.linalg.inv(m)
+    except np.linalg.LinAlgError:
+        out = None
+    if out is None or not np.all(np.isfinite(out)) or np.linalg.cond(m) > 1e12:
+        raise DomainError(f"the sampled argument of {node} is singular (condition number "
+                          f"{np.linalg.cond(m):.3g}); its spectrum reaches 0 at this size")
+    return out
 
 
 def sample_spectrum(law, n, rng=None):

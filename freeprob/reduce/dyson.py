@@ -20,6 +20,7 @@ from dataclasses import dataclass
 import sympy
 
 from .._errors import FreeProbError
+from .inverse import check_gap
 
 __all__ = ["DysonSystem", "dyson_system"]
 
@@ -44,6 +45,11 @@ class DysonSystem:
         ``(space index, i, j, k, coeff)``: ``eta_s(g)[i, j] += coeff * g_k``.
     symbols : tuple of Symbol
         Ratios and parameters the coefficients depend on.
+    conditions : tuple of (str, Expr)
+        ``(what, value)`` pairs whose value must be positive for the system
+        to describe a law (the spectral gap of each inverse's argument,
+        :mod:`freeprob.reduce.inverse`); checked by :meth:`subs` once the
+        values are numbers. Empty for polynomials.
     """
 
     spaces: tuple
@@ -53,17 +59,39 @@ class DysonSystem:
     unknowns: tuple
     eta: tuple
     symbols: tuple
+    conditions: tuple = ()
 
     @classmethod
-    def of(cls, spaces, blocks, u, b, unknowns, eta):
-        """A system from its parts, with :attr:`symbols` computed from ``b`` and ``eta``."""
+    def of(cls, spaces, blocks, u, b, unknowns, eta, conditions=()):
+        """A system from its parts, with :attr:`symbols` computed from ``b`` and ``eta``.
+
+        Raises :class:`~freeprob.DomainError` when a condition is a number that is not positive.
+        """
         left = set()
         for m in b:
             left |= m.free_symbols
         for *_, c in eta:
             left |= sympy.sympify(c).free_symbols
+        conditions = tuple((what, sympy.sympify(v)) for what, v in conditions)
+        for what, v in conditions:
+            check_gap(what, v)
         return cls(tuple(spaces), tuple(blocks), tuple(u), tuple(b), tuple(unknowns), tuple(eta),
-                   tuple(sorted(left, key=str)))
+                   tuple(sorted(left, key=str)), conditions)
+
+    def with_conditions(self, conditions):
+        """The same system with ``conditions`` added (checked as in :meth:`of`)."""
+        return DysonSystem.of(self.spaces, self.blocks, self.u, self.b, self.unknowns, self.eta,
+                              self.conditions + tuple(conditions))
+
+    @property
+    def exact_series(self):
+        """Whether the series at infinity is exact: True without inverses.
+
+        The bordered row of an inverse makes order 0 of the series a genuine
+        fixed point (values algebraic, not rational), which exact iteration
+        never reaches; such systems take the numeric series.
+        """
+        return not self.conditions
 
     @property
     def n_unknowns(self):
@@ -73,13 +101,14 @@ class DysonSystem:
         """The same system with ``values`` (``{symbol: exact number}``) substituted."""
         b = tuple(m.subs(values) for m in self.b)
         eta = tuple((s, i, j, k, sympy.sympify(c).subs(values)) for s, i, j, k, c in self.eta)
-        return DysonSystem.of(self.spaces, self.blocks, self.u, b, self.unknowns, eta)
+        conditions = tuple((what, v.subs(values)) for what, v in self.conditions)
+        return DysonSystem.of(self.spaces, self.blocks, self.u, b, self.unknowns, eta, conditions)
 
     def map_coefficients(self, f):
         """The same system with ``f`` applied to every coefficient of ``B`` and ``eta`` (symbols recomputed)."""
         b = tuple(m.applyfunc(f) for m in self.b)
         eta = tuple((s, i, j, k, f(c)) for s, i, j, k, c in self.eta)
-        return DysonSystem.of(self.spaces, self.blocks, self.u, b, self.unknowns, eta)
+        return DysonSystem.of(self.spaces, self.blocks, self.u, b, self.unknowns, eta, self.conditions)
 
     def block_data(self, convert):
         """Per space ``(k, u, B, terms, reads)`` with every coefficient passed through ``convert``.

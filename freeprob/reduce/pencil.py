@@ -2,7 +2,10 @@
 
 Every polynomial ``P`` in the matrices has a linear pencil ``Q`` with constant
 selection vectors ``e``, ``f`` such that ``P = -e^T Q^{-1} f``; it is built
-recursively, two pencil rows per leaf. The self-adjoint pencil ``L`` of the
+recursively, two pencil rows per leaf. An inverse ``M^{-1}`` borders the
+pencil of ``M`` with one row (a Schur complement, :func:`_inverse`), so
+rational expressions (inverses inside sums and products, nested) have linear
+pencils too. The self-adjoint pencil ``L`` of the
 law asked for (eigenvalues of a symmetric ``H``, or squared singular values of
 ``P`` through its hermitization) is built from ``Q``.
 
@@ -17,7 +20,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from ..expr.tree import Matrix, Product, Scaled, Sum, Transpose
+from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose
 
 __all__ = ["Pencil", "SelfAdjointPencil", "linearize", "hermitization", "symmetric_pencil", "evaluate_pencil"]
 
@@ -109,12 +112,34 @@ def linearize(expr, norm):
             out = build(node.factors[0])
             for factor in node.factors[1:]:
                 out = _product(out, build(factor))
+        elif isinstance(node, Inverse):
+            out = _inverse(build(node.arg), node.shape[0])
         else:
             raise TypeError(f"not a matrix expression: {node!r}")
         cache[node] = out
         return out
 
     return build(expr)
+
+
+def _inverse(p, space):
+    """Pencil of ``M^{-1}`` from the pencil ``p`` of a square ``M = -e^T Q^{-1} f`` on ``space``.
+
+    The bordered pencil ``Q' = [[0, e^T], [f, Q]]`` has the Schur complement
+    ``0 - e^T Q^{-1} f = M`` onto its new first row, so the first diagonal
+    block of ``Q'^{-1}`` is ``M^{-1}``: ``e' = (-1, 0)``, ``f' = (1, 0)``.
+    The new row has no ``-1`` pivot (it is never merged by :func:`_product`
+    and stays an active row of the Dyson system); it lives on ``space``, as
+    do the rows ``e`` and ``f`` select.
+    """
+    border = tuple((0, i + 1, c) for i, c in p.e) + tuple((j + 1, 0, c) for j, c in p.f)
+    return Pencil(
+        (space,) + p.spaces,
+        border + _shift(p.const, 1, "const"),
+        _shift(p.rand, 1, "rand"),
+        ((0, sympy.Integer(-1)),),
+        ((0, sympy.Integer(1)),),
+    )
 
 
 def _terminal(p, vec, side):

@@ -14,6 +14,7 @@ from .exchange import canonical_groups, head_structure, witness_expression
 from .._errors import DomainError, NotSelfAdjointError
 from ..expr.entrywise import equivalence_report
 from ..expr.tree import LAWS, Expr, expand, transpose_word, word_str
+from .inverse import has_inverse, inverse_conditions
 from .pencil import hermitization, linearize, symmetric_pencil
 from .quotient import QuotientError, quotient
 from .scaling import normalize
@@ -95,7 +96,9 @@ class Reduction:
         if isinstance(symmetry, str) or not (isinstance(symmetry, bool) or hasattr(symmetry, "__iter__")):
             raise DomainError(f"symmetry: expected True, False or groups of term indices such as ((0, 1), (2, 3)), "
                               f"got {str(symmetry)[:80]!r}")
-        if symmetry:
+        if symmetry and has_inverse(expr):
+            self.symmetry_note = "no symmetry quotient: the expression contains an inverse (reduced in full)"
+        elif symmetry:
             structure, why = head_structure(expr)
             if structure is not None and symmetry is not True:
                 declared = canonical_groups(symmetry, structure.heads)
@@ -127,7 +130,8 @@ class Reduction:
                 return None
             return i + m if i < nu + m else i - m
 
-        return dyson_system(self.self_adjoint, lambda s: s, pair_of)
+        system = dyson_system(self.self_adjoint, lambda s: s, pair_of)
+        return system.with_conditions(inverse_conditions(expr, self.normalization))
 
     def _reduce_quotient(self, structure):
         """Reduce the witness of ``structure`` and quotient it (raises QuotientError)."""

@@ -11,7 +11,7 @@ ratio ``rho_s``.
 import sympy
 
 from .._errors import ScalingError
-from ..expr.tree import Matrix, Product, Scaled, Sum, Transpose, expand, word_str
+from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose, expand, word_str
 
 __all__ = ["leading_term", "Normalization", "normalize"]
 
@@ -92,6 +92,18 @@ class Normalization:
             q = qc + self._visit(node.arg)
         elif isinstance(node, Transpose):
             q = self._visit(node.arg)
+        elif isinstance(node, Inverse):
+            try:
+                qa = self._visit(node.arg)
+            except ScalingError:
+                Normalization(node.arg, self.dimensions)  # names the argument's monomials that do not scale
+                raise
+            if qa != 0:
+                raise ScalingError(
+                    f"the argument of {node} scales as N^({qa}) as N grows; an inverse has a limit only when its "
+                    f"argument stays of order one (add the missing scale factors, as in X @ X.T / n)",
+                    monomial=str(node.arg), power=qa)
+            q = sympy.Integer(0)
         elif isinstance(node, Product):
             q = sum((self._visit(f) for f in node.factors), sympy.Integer(0))
         elif isinstance(node, Sum):
@@ -111,6 +123,8 @@ class Normalization:
         return q
 
     def _leaf_q(self, leaf):
+        if isinstance(leaf, Inverse):
+            return sympy.Integer(0)
         _, qv = leading_term(leaf.variance, self.dimensions)
         return sympy.Rational(1, 2) + qv / 2
 
