@@ -82,7 +82,7 @@ from .equivalence import EntryCoefficients, entry_coefficients
 from .tree import Expr, Matrix, Product, Scaled, Sum, Transpose, _walk, expand, gaussian
 
 __all__ = ["Entrywise", "EquivalenceReport", "check_function", "entry_variance", "entrywise", "entrywise_nodes",
-           "equivalence_report", "read_function"]
+           "equivalence_report", "equivalent_text", "read_function"]
 
 #: Default digits of coefficients computed by quadrature.
 COEFFICIENT_DPS = 50
@@ -119,14 +119,18 @@ class Entrywise(Sum):
 
     def equivalent_str(self):
         """The Gaussian equivalent as text, ``mu1*(M) + Z`` (a numeric ``mu1`` shown with 20 digits)."""
-        c = self.coefficients
-        parts = []
-        if c.mu1 != 0:
-            shown = sympy.sstr(c.mu1) if c.method.mu1 == "exact" else str(sympy.Float(c.mu1, 20))
-            parts.append(str(self.argument) if c.mu1 == 1 else f"{shown}*({self.argument})")
-        if self.noise is not None:
-            parts.append(self.noise.name)
-        return " + ".join(parts)
+        return equivalent_text(self.coefficients, str(self.argument), self.noise)
+
+
+def equivalent_text(c, linear, noise):
+    """``mu1*(linear) + Z`` for the coefficients ``c`` (a numeric ``mu1`` shown with 20 digits)."""
+    parts = []
+    if c.mu1 != 0:
+        shown = sympy.sstr(c.mu1) if c.method.mu1 == "exact" else str(sympy.Float(c.mu1, 20))
+        parts.append(linear if c.mu1 == 1 else f"{shown}*({linear})")
+    if noise is not None:
+        parts.append(noise.name)
+    return " + ".join(parts)
 
 
 def entrywise_nodes(expr):

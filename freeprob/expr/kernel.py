@@ -42,7 +42,7 @@ from dataclasses import dataclass
 import sympy
 
 from .._errors import ConvergenceError, DomainError, EquivalenceError, ScalingError
-from .entrywise import COEFFICIENT_DPS, TIME_BUDGET, Entrywise, check_function, read_function
+from .entrywise import COEFFICIENT_DPS, TIME_BUDGET, Entrywise, check_function, equivalent_text, read_function
 from .equivalence import entry_coefficients
 from .tree import Expr, Scaled, _walk, expand, identity, wigner
 
@@ -67,15 +67,7 @@ class Kernel(Entrywise):
 
     def equivalent_str(self):
         """The Gaussian equivalent as text, ``mu1*(G - d*I) + Z``."""
-        c = self.coefficients
-        parts = []
-        if c.mu1 != 0:
-            shown = sympy.sstr(c.mu1) if c.method.mu1 == "exact" else str(sympy.Float(c.mu1, 20))
-            inner = f"{self.argument} - {sympy.sstr(self.shift)}*I"
-            parts.append(f"({inner})" if c.mu1 == 1 else f"{shown}*({inner})")
-        if self.noise is not None:
-            parts.append(self.noise.name)
-        return " + ".join(parts)
+        return equivalent_text(self.coefficients, f"{self.argument} - {sympy.sstr(self.shift)}*I", self.noise)
 
 
 def gram_structure(argument):
