@@ -21,3 +21,12 @@ def replicate_statistics(law, sizes, reps, seed, qpoints, powers=(1, 2, 3)):
         means.append(rows.mean(0))
         variances.append(rows.var(0, ddof=1))
     return np.array(means), np.array(variances)
+
+
+def theory_statistics(law, powers=(1, 2, 3), levels=(0.25, 0.5, 0.75)):
+    """``(theory, qpoints)``: the law's moments ``powers`` and ``F`` at the quantiles ``levels`` of its
+    absolutely continuous part (``qpoints``), in the order :func:`replicate_statistics` uses."""
+    moments = law.moments(max(powers))
+    cdf = law.cdf_function()
+    qpoints = [float(cdf.ac_quantile(q)) for q in levels]
+    return [float(moments[k - 1]) for k in powers] + [float(cdf(q)) for q in qpoints], qpoints

@@ -19,7 +19,7 @@ import pytest
 import sympy
 
 import freeprob as fp
-from _replicates import replicate_statistics
+from _replicates import replicate_statistics, theory_statistics
 from freeprob.montecarlo.stats import fit_trend, student_t_quantile
 
 n0, n1, n2, n3, m = fp.dims("n0 n1 n2 n3 m")
@@ -124,10 +124,7 @@ def test_refused_networks(make, condition):
 def test_monte_carlo_of_the_real_network(layers):
     """Real tanh network at N = 200, 400, 800, 1600: the limit of a + b/N of each statistic agrees with the theory."""
     law = ck_law(network("tanh(x)", layers), layers)
-    theory = [float(v) for v in law.moments(3)]
-    cdf = law.cdf_function()
-    qpoints = [float(cdf.ac_quantile(q)) for q in (0.25, 0.5, 0.75)]
-    theory += [float(cdf(q)) for q in qpoints]
+    theory, qpoints = theory_statistics(law, powers=(1, 2, 3))
     sizes, reps = [200, 400, 800, 1600], [24, 12, 6, 4]
     means, variances = replicate_statistics(law, sizes, reps, 11, qpoints, powers=(1, 2, 3))
     crit = student_t_quantile(1 - 1e-3 / (2 * len(theory)), sum(reps) - len(sizes))

@@ -23,7 +23,7 @@ import pytest
 import sympy
 
 import freeprob as fp
-from _replicates import replicate_statistics
+from _replicates import replicate_statistics, theory_statistics
 from freeprob._errors import ConvergenceError
 from freeprob.expr.modelfile import parse_model
 from freeprob.montecarlo.stats import fit_trend, student_t_quantile
@@ -338,10 +338,7 @@ def test_monte_carlo_of_the_real_model_agrees_with_the_theory(activation):
     its standard error. The finite-size trend is the fitted slope ``b``.
     """
     law = gram_law(activation, "wide")
-    theory = [float(v) for v in law.moments(3)]
-    cdf = law.cdf_function()
-    qpoints = [float(cdf.ac_quantile(p)) for p in (0.25, 0.5, 0.75)]
-    theory += [float(cdf(q)) for q in qpoints]
+    theory, qpoints = theory_statistics(law, powers=(1, 2, 3))
     sizes, reps = [200, 400, 800, 1600], [24, 12, 6, 4]
     means, variances = real_statistics(law, sizes, reps, 2026, qpoints)
     crit = student_t_quantile(1 - 1e-3 / (2 * len(theory)), sum(reps) - len(sizes))

@@ -18,7 +18,7 @@ import pytest
 import sympy
 
 import freeprob as fp
-from _replicates import replicate_statistics
+from _replicates import replicate_statistics, theory_statistics
 from freeprob.expr.modelfile import parse_model
 from freeprob.montecarlo.stats import fit_trend, student_t_quantile
 
@@ -148,10 +148,7 @@ def test_monte_carlo_of_the_real_kernel(f):
     level 1e-3) of the theory in standard errors.
     """
     law = kernel_law(f, sympy.Rational(1, 2))
-    theory = [float(v) for v in law.moments(4)][1:]
-    cdf = law.cdf_function()
-    qpoints = [float(cdf.ac_quantile(q)) for q in (0.25, 0.5, 0.75)]
-    theory += [float(cdf(q)) for q in qpoints]
+    theory, qpoints = theory_statistics(law, powers=(2, 3, 4))
     sizes, reps = [250, 500, 1000, 2000], [16, 8, 6, 4]
     means, variances = replicate_statistics(law, sizes, reps, 77, qpoints, powers=(2, 3, 4))
     crit = student_t_quantile(1 - 1e-3 / (2 * len(theory)), sum(reps) - len(sizes))

@@ -82,7 +82,7 @@ from .equivalence import EntryCoefficients, entry_coefficients
 from .tree import Expr, Matrix, Product, Scaled, Sum, Transpose, _walk, expand, gaussian
 
 __all__ = ["Entrywise", "EquivalenceReport", "check_function", "entry_variance", "entrywise", "entrywise_nodes",
-           "equivalence_report", "equivalent_text", "read_function"]
+           "derive_coefficients", "equivalence_report", "equivalent_text", "noise_name", "read_function"]
 
 #: Default digits of coefficients computed by quadrature.
 COEFFICIENT_DPS = 50
@@ -131,6 +131,22 @@ def equivalent_text(c, linear, noise):
     if noise is not None:
         parts.append(noise.name)
     return " + ".join(parts)
+
+
+def derive_coefficients(expr, xsym, variance, dps, time_budget, where):
+    """:func:`~freeprob.expr.equivalence.entry_coefficients`, with a failed integral an
+    :class:`EquivalenceError` (condition ``"integrable"``) naming the function."""
+    try:
+        return entry_coefficients(expr, xsym, variance, dps, time_budget)
+    except ConvergenceError as exc:
+        raise EquivalenceError(f"{where}, f({xsym}) = {expr}: its Gaussian integrals are not finite, or not computable "
+                               f"to {dps} digits ({exc}); the equivalence needs E f(u)^2 finite",
+                               condition="integrable") from None
+
+
+def noise_name(name, key):
+    """The name of the fresh Gaussian of an equivalent: ``Z_<name>_<6 hex digits of key>``."""
+    return f"Z_{name}_{hashlib.sha1(key.encode()).hexdigest()[:6]}"
 
 
 def entrywise_nodes(expr):
@@ -378,15 +394,9 @@ def entrywise(f, argument, *, x="x", name="f", noise=None, dps=COEFFICIENT_DPS, 
         raise DomainError(f"{where} applies to a matrix expression, got {argument!r}")
     check_function(expr, xsym, f"{where}, f({xsym}) = {expr}")
     variance = entry_variance(argument)
-    try:
-        coeffs = entry_coefficients(expr, xsym, variance, dps, time_budget)
-    except ConvergenceError as exc:
-        raise EquivalenceError(f"{where}, f({xsym}) = {expr}: its Gaussian integrals are not finite, or not computable "
-                               f"to {dps} digits ({exc}); the equivalence needs E f(u)^2 finite",
-                               condition="integrable") from None
+    coeffs = derive_coefficients(expr, xsym, variance, dps, time_budget, where)
     if noise is None:
-        digest = hashlib.sha1(f"{expr}|{xsym}|{argument!r}|{coeffs.mu1}|{coeffs.nu_sq}".encode()).hexdigest()[:6]
-        noise = f"Z_{name}_{digest}"
+        noise = noise_name(name, f"{expr}|{xsym}|{argument!r}|{coeffs.mu1}|{coeffs.nu_sq}")
     terms = []
     if coeffs.mu1 != 0:
         terms.append(Scaled.of(coeffs.mu1, argument) if coeffs.mu1 != 1 else argument)

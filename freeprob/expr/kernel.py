@@ -36,14 +36,13 @@ zero_diagonal(f(X @ X.T/(sqrt(p)))) -> Z
 ('wigner', 2)
 """
 
-import hashlib
 from dataclasses import dataclass
 
 import sympy
 
-from .._errors import ConvergenceError, DomainError, EquivalenceError, ScalingError
-from .entrywise import COEFFICIENT_DPS, TIME_BUDGET, Entrywise, check_function, equivalent_text, read_function
-from .equivalence import entry_coefficients
+from .._errors import DomainError, EquivalenceError, ScalingError
+from .entrywise import (COEFFICIENT_DPS, TIME_BUDGET, Entrywise, check_function, derive_coefficients,
+                        equivalent_text, noise_name, read_function)
 from .tree import Expr, Scaled, _walk, expand, identity, wigner
 
 __all__ = ["Kernel", "gram_structure", "kernel_matrix"]
@@ -148,15 +147,10 @@ def kernel_matrix(f, argument, *, x="x", name="f", noise=None, dps=COEFFICIENT_D
     expr, xsym = read_function(f, x, where)
     check_function(expr, xsym, f"{where}, f({xsym}) = {expr}")
     _, _, s, d = gram_structure(argument)
-    try:
-        coeffs = entry_coefficients(expr, xsym, s, dps, time_budget)
-    except ConvergenceError as exc:
-        raise EquivalenceError(f"{where}, f({xsym}) = {expr}: its Gaussian integrals are not finite, or not computable "
-                               f"to {dps} digits ({exc})", condition="integrable") from None
+    coeffs = derive_coefficients(expr, xsym, s, dps, time_budget, where)
     size = argument.shape[0]
     if noise is None:
-        digest = hashlib.sha1(f"kernel|{expr}|{xsym}|{argument!r}|{coeffs.nu_sq}".encode()).hexdigest()[:6]
-        noise = f"Z_{name}_{digest}"
+        noise = noise_name(name, f"kernel|{expr}|{xsym}|{argument!r}|{coeffs.nu_sq}")
     terms = []
     if coeffs.mu1 != 0:
         terms.append(Scaled.of(coeffs.mu1, argument) if coeffs.mu1 != 1 else argument)
