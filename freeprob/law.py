@@ -34,6 +34,7 @@ from .solve.edges import atom_at, hard_edge_at, support_by_density, support_by_f
 from .solve.newton import solve_fast, solve_point
 from .solve.numeric import NumericSystems
 from .solve.series import series_coefficients, series_moments, system_domain
+from .units import InUnits, divided_expression, unit_for
 
 __all__ = ["MAX_GRID", "MAX_MOMENTS", "POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "norm_bound", "rank_bound",
            "singular_value_law"]
@@ -274,6 +275,7 @@ class SpectralLaw:
         init(self, "params", MappingProxyType(exact_params))
         init(self, "dimensions", dimensions)
         init(self, "_cache", _Cache())
+        init(self, "_symmetry", symmetry)
         # the symbolic reduction runs now, so that bad input (shapes, scaling,
         # symmetry) is reported when the law is made, not at its first use
         init(self, "reduction", Reduction(expr, law, dimensions, symmetry=symmetry))
@@ -353,6 +355,8 @@ class SpectralLaw:
             raise DomainError(f"points must be a scalar or a 1-d array, got an array of shape {z.shape}")
         if z.size == 0:
             return np.zeros(0, dtype=complex)
+        if self._units:
+            return self._units.cauchy_fast(z)
         flip = z.imag < 0
         w = np.where(flip, np.conj(z), z)
         zs = self._to_system_z(w)
@@ -385,6 +389,8 @@ class SpectralLaw:
             x = np.atleast_1d(np.asarray(x, dtype=float))
         except (TypeError, ValueError):
             raise DomainError(f"points must be real numbers (a scalar or a 1-d array), got {x!r}") from None
+        if self._units:
+            return self._units.density_fast(x)
         g = self.cauchy_fast(x.astype(complex))
         d = -g.imag / np.pi
         if self.law == "squared-singular-values":
@@ -426,6 +432,9 @@ class SpectralLaw:
         ConvergenceError
             When the value cannot be verified to ``dps`` digits.
         """
+        if self._units:
+            self._route(method)
+            return self._units.cauchy(z, dps, method)
         if self._route(method) == "polynomial":
             with shared_precision():
                 return polynomial_cauchy(self.closed_form_data, z, dps=_dps_or_default(dps))
@@ -450,6 +459,9 @@ class SpectralLaw:
         ``max(1, |G|)``); a value below that is returned as exactly 0.
         ``method`` as in :meth:`cauchy`.
         """
+        if self._units:
+            self._route(method)
+            return self._units.density(x, dps, method)
         if self._route(method) == "polynomial":
             with shared_precision():
                 return polynomial_density(self.closed_form_data, x, dps=_dps_or_default(dps))
@@ -464,6 +476,8 @@ class SpectralLaw:
 
         Each is the value :meth:`density` and :meth:`cauchy` give at ``dps`` digits.
         """
+        if self._units:
+            return self._units.density_and_cauchy(x, dps)
         return self._density_point(x, dps, cauchy=True)
 
     def _density_point(self, x, dps, cauchy):
@@ -589,17 +603,18 @@ class SpectralLaw:
         """
         dps = _dps_or_default(dps)
         grid = _count(grid, "grid", 16, MAX_GRID)
+        self._route(method, auto=True)
         self.scale  # a scale that overflows double precision is refused before either route
+        if self._units:
+            return self._units.support(dps, grid, method)
         out = self._closed_or_dyson(
             method,
             lambda data: polynomial_support(data, dps),
             lambda: list(self._cache.get(("support", dps, grid), lambda: tuple(self._support_dyson(dps, grid)))),
         )
         if not out:
-            why = (f"; its scale bound {self.scale:.3g} overflows double precision in the solver: rescale the model"
-                   if self.scale > 1e15 else "")
             raise ConvergenceError(f"no support interval of {self.name} could be verified (an empty support is "
-                                   f"never right for a random matrix model){why}")
+                                   f"never right for a random matrix model)")
         return out
 
     def _support_dyson(self, dps, grid):
@@ -608,25 +623,40 @@ class SpectralLaw:
         out = support_by_folds(self._numerics, self.density_fast, self.law, range_, grid, dps, self.name,
                                hard_edge=lambda x0: self._at_zero(dps, hard_edge=True))
         if not out:
-            why = (f"the law's scale (a bound {s:.3g} of its support) overflows double precision: its density, "
-                   f"about 1/{s:.3g}, is below what the double-precision scan resolves; rescale the model, or ask "
-                   f"for values at given points with dps=..." if s > 1e12 else
-                   f"no positive density of {self.name} found on [{range_[0]:.6g}, {range_[1]:.6g}]")
-            raise ConvergenceError(why)
+            raise ConvergenceError(f"no positive density of {self.name} found on [{range_[0]:.6g}, {range_[1]:.6g}]")
         return out
 
     # -- structure --------------------------------------------------------------
+    def _scale_bound(self):
+        """:func:`norm_bound` of the expression, squared for squared singular values (float, may be inf)."""
+        self.numeric_system  # a parameter without a value is reported here, by name
+        b = norm_bound(self.expr, self.values())
+        return b if self.law == "eigenvalues" else b * b
+
+    @property
+    def _units(self):
+        """None, or the :class:`~freeprob.units.InUnits` that answers numeric questions when the
+        scale is far from one (:func:`~freeprob.units.unit_for`): the law of the expression divided
+        by a power of two, converted back exactly."""
+        def build():
+            e = unit_for(self._scale_bound(), self.law)
+            if e == 0:
+                return None
+            divided = divided_expression(self.expr, self.values(), e)
+            inner = SpectralLaw(divided, self.law, self.ratios, self.params, self.name, symmetry=self._symmetry)
+            return InUnits(inner, e)
+        return self._cache.get("units", build)
+
     @property
     def scale(self):
         """A bound (float) of ``|x|`` on the support, from the norms of the leaves
         (:func:`norm_bound`; squared for squared singular values)."""
         def build():
-            b = norm_bound(self.expr, self.values())
-            out = b if self.law == "eigenvalues" else b * b
-            if not np.isfinite(out) or out > 1e150:
+            out = self._scale_bound()
+            if not (np.isfinite(out) and 1e-300 < out < 1e300):
                 raise ConvergenceError(
-                    f"the law's scale (a bound {out:.3g} of its support) overflows double precision: rescale the "
-                    f"model, or ask for values at given points with dps=...")
+                    f"the law's scale (a bound {out:.3g} of its support) is beyond the range of double precision, "
+                    f"in which the law is solved in units of its scale: rescale the model")
             return out
         return self._cache.get("scale", build)
 
@@ -670,6 +700,8 @@ class SpectralLaw:
         -------
         list of (float, float)
         """
+        if self._units:
+            return self._units.support_fast(grid, rel)
         key = ("support-fast", grid, rel)
         return list(self._cache.get(key, lambda: support_by_density(self.density_fast, self.law, grid, rel, self.name)))
 
@@ -690,6 +722,9 @@ class SpectralLaw:
         dps = _dps_or_default(dps)
         if isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__iter__"):
             raise DomainError(f"candidates must be a sequence of points (default (0,)), got {candidates!r}")
+        if self._units:
+            self._route(method, auto=True)
+            return self._units.atoms(dps, candidates, method)
 
         def closed(data):
             ctx = context(dps + guard_digits(dps))
@@ -721,6 +756,8 @@ class SpectralLaw:
         """
         nodes = _count(nodes, "nodes", 16, MAX_GRID)
         grid = _count(grid, "grid", 16, MAX_GRID)
+        if self._units:
+            return self._units.cdf_function(nodes, atoms, grid)
         if atoms is None:
             try:
                 atoms = self.atoms()
