@@ -36,7 +36,7 @@ from .solve.numeric import NumericSystems
 from .solve.series import series_coefficients, series_moments, system_domain
 from .units import InUnits, divided_expression, unit_for
 
-__all__ = ["MAX_GRID", "MAX_MOMENTS", "POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "norm_bound", "rank_bound",
+__all__ = ["MAX_GRID", "MAX_MOMENTS", "MAX_UNKNOWNS", "POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "norm_bound", "rank_bound",
            "singular_value_law"]
 
 
@@ -49,6 +49,14 @@ MAX_GRID = 100000
 #: 0.1-1.6 s; the 20-unknown two-head attention system had not finished after
 #: 260 s. An explicit ``method="polynomial"`` still tries, within its budget.
 POLYNOMIAL_MAX_UNKNOWNS = 16
+
+#: Largest reduced Dyson system a law solves: a Newton step costs ``n^3``
+#: operations and a batch of points ``16 n^2`` bytes each (a product of 20
+#: Wigner matrices, 820 unknowns, took 63 s for one density value; a product of
+#: 201, 81003 unknowns, asked for 195 GiB).
+MAX_UNKNOWNS = 1024
+#: Memory of the Jacobians of one batch of double-precision points.
+BATCH_BYTES = 2 ** 28
 
 _METHODS = (None, "dyson", "polynomial")
 
@@ -279,6 +287,13 @@ class SpectralLaw:
         # the symbolic reduction runs now, so that bad input (shapes, scaling,
         # symmetry) is reported when the law is made, not at its first use
         init(self, "reduction", Reduction(expr, law, dimensions, symmetry=symmetry))
+        unknowns = self.reduction.system.n_unknowns
+        if unknowns > MAX_UNKNOWNS:
+            raise DomainError(
+                f"{self.name}: its reduced Dyson system has {unknowns} unknowns, more than the {MAX_UNKNOWNS} a law "
+                f"solves (a Newton step costs n^3 operations, a point 16 n^2 bytes). Write exchangeable terms as a "
+                f"sum over an index (sum(h, 1, H, ...)) so that the symmetry quotient applies, or solve a smaller "
+                f"expression")
 
     def __setattr__(self, name, value):
         raise AttributeError(f"a SpectralLaw is immutable (cannot set {name!r}); make a new law instead")
@@ -371,7 +386,12 @@ class SpectralLaw:
         zs = np.where(near, zs.real + 0j, np.where(zero, 1j, zs))
         fast = self.fast  # first: a parameter without a value is reported here, by name
         radius = self.scale if self.law == "eigenvalues" else float(np.sqrt(self.scale))
-        _, outs, conv, res = solve_fast(fast, zs, raise_on_failure=False, radius=radius)
+        # a batch holds a dense Jacobian per point: batches are cut to BATCH_BYTES of them
+        size = max(1, BATCH_BYTES // (16 * self.system.n_unknowns ** 2))
+        pieces = [solve_fast(fast, zs[i:i + size], raise_on_failure=False, radius=radius)
+                  for i in range(0, zs.size, size)]
+        outs = np.concatenate([piece[1] for piece in pieces])
+        conv = np.concatenate([piece[2] for piece in pieces])
         g = self._from_outputs(zs, outs)
         conv &= ~zero
         g = np.where(conv, g, complex(np.nan, np.nan))  # NaN in both parts: an unverified density is NaN, not 0
