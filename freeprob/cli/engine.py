@@ -38,6 +38,8 @@ from .common import (
     model_of,
     number_text,
     point_list,
+    progress_bar,
+    wants_progress,
 )
 
 __all__ = ["main", "build_parser"]
@@ -255,7 +257,11 @@ def cmd_law(args, out):
 def cmd_check(args, out):
     model = model_of(args)
     law = law_of(model)
-    rep = check(law, n=args.n, reps=args.reps, seed=args.seed)
+    tick, close = progress_bar(wants_progress(args), "Monte-Carlo samples", total=3 * args.reps, unit="sample")
+    try:
+        rep = check(law, n=args.n, reps=args.reps, seed=args.seed, progress=tick)
+    finally:
+        close()
     if args.plot:
         cdf = law.cdf_function()
         support = cdf.intervals

@@ -123,12 +123,15 @@ def _in_units(m, power):
     return float(m * 2.0 ** (-power)) if abs(power) < 1000 else float(sympy.Float(str(m), 20) * sympy.Integer(2) ** (-power))
 
 
-def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), level=1e-3, rate=None):
+def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), level=1e-3, rate=None,
+          progress=None):
     """Monte-Carlo check of ``law`` at size ``n`` (see the module docstring).
 
     ``rate``: the exponent of the bias removed by Richardson extrapolation
-    (default :func:`finite_size_rate` of the law's expression). Returns a
-    :class:`CheckReport`; its ``samples`` hold the spectra at ``n``.
+    (default :func:`finite_size_rate` of the law's expression). ``progress``,
+    if given, is called as ``progress(label)`` after each of the ``3 reps``
+    samples. Returns a :class:`CheckReport`; its ``samples`` hold the spectra
+    at ``n``.
     """
     if not _integer(reps) or not 3 <= reps <= MAX_REPS:
         raise DomainError(f"the check needs an integer number of replicates between 3 (to estimate standard errors) "
@@ -154,8 +157,15 @@ def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.7
     # quantiles of the absolutely continuous part, so that no point sits on an atom
     qpoints = [float(cdf.ac_quantile(p)) for p in quantiles]
     nh = max(n // 2, 10)
-    big = [sample_spectrum(law, n, rng) for _ in range(reps)]
-    half = [sample_spectrum(law, nh, rng) for _ in range(2 * reps)]
+    tick = progress or (lambda label="": None)
+
+    def sampled(size, label):
+        spec = sample_spectrum(law, size, rng)
+        tick(label)
+        return spec
+
+    big = [sampled(n, f"N = {n}") for _ in range(reps)]
+    half = [sampled(nh, f"N = {nh}") for _ in range(2 * reps)]
 
     def stats(spec):
         out = [np.mean(np.ldexp(spec, -e) ** k) for k in range(1, moments + 1)]
