@@ -115,3 +115,9 @@ def test_check_progress_is_silent_off_a_terminal_and_with_json(monkeypatch, caps
         monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
     code, _ = run("check", "marchenko-pastur", "--n", "60", "--reps", "3", *extra)
     assert code == 0 and capsys.readouterr().err == ""
+
+
+def test_long_grid_shows_progress_on_a_terminal(monkeypatch, capsys):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, _ = run("law", "wigner-semicircle", "--grid", "-2:2:12000", "--moments", "1")
+    assert code == 0 and "grid" in capsys.readouterr().err
