@@ -30,6 +30,7 @@ from .scalar.closedform import (
     polynomial_support,
 )
 from .solve.cdf import tabulate
+from .solve.contour import contour_moments
 from .solve.edges import atom_at, hard_edge_at, support_by_density, support_by_folds
 from .solve.newton import solve_fast, solve_point
 from .solve.numeric import NumericSystems
@@ -521,14 +522,23 @@ class SpectralLaw:
         Exact sympy numbers when every coefficient is algebraic (and ``dps`` is
         None) and the expression has no inverse; otherwise mpf values correct
         to ``10^-dps`` (default 15), checked by a second computation with 10
-        more digits.
+        more digits. When the series does not start (an inverse whose
+        argument has no identity part, as ``inv(X^T X / n)``), the moments come
+        from ``G`` on a circle around the support
+        (:func:`~freeprob.solve.contour.contour_moments`), to the same digits.
         """
         k = _count(k, "the number of moments", 0, MAX_MOMENTS)
         if dps is not None:
             dps = check_dps(dps)
         elif not self.system.exact_series:  # an inverse: algebraic moments, from the numeric series
             dps = 15
-        return series_moments(self.numeric_system, k, 1 if self.law == "eigenvalues" else 2, dps)
+        try:
+            return series_moments(self.numeric_system, k, 1 if self.law == "eigenvalues" else 2, dps)
+        except ZeroDivisionError:
+            # the series at infinity does not start (inv(X^T X/n): the leading coefficient is singular):
+            # the moments from G on a circle around the support, to the same digits
+            return self._cache.get(("contour-moments", k, dps), lambda: contour_moments(
+                lambda z, d: self.cauchy(z, dps=d), k, dps or 15, self.scale, self.name))
 
     def _moments_float(self, k):
         try:
