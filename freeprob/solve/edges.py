@@ -62,11 +62,15 @@ def _fold_residual(mpsys, unk, r, c):
     g = [ctx.mpc(x) for x in unk[:r]]
     x = unk[r]
     v = unk[r + 1:]
-    phi, _, jac = mpsys.phi(g, ctx.mpc(x), 0, jacobian=True)
+    re_v = [ctx.re(t) for t in v]
+    phi, jv = mpsys.phi_and_jv(g, ctx.mpc(x), 0, re_v)
     out = [(g[k] - phi[k]).real for k in range(r)]
-    for a in range(r):
-        s = v[a] - sum(jac[a][b].real * v[b] for b in range(r))
-        out.append(s)
+    # Re(dPhi) v, as (dPhi Re v).real (+ i (dPhi Im v).real for a complex v)
+    if any(ctx.im(t) != 0 for t in v):
+        _, jv_im = mpsys.phi_and_jv(g, ctx.mpc(x), 0, [ctx.im(t) for t in v])
+        out.extend(v[a] - ctx.mpc(jv[a].real, jv_im[a].real) for a in range(r))
+    else:
+        out.extend(v[a] - jv[a].real for a in range(r))
     out.append(sum(ci * vi for ci, vi in zip(c, v)) - 1)
     return out
 
@@ -467,35 +471,27 @@ def _newton(mpsys, g, z, tol, maxiter=30):
     """Newton's method on the Dyson system at ``z`` (``eps = 0``) in the context of ``mpsys``.
 
     As :func:`~freeprob.solve.newton.newton_mp` (the same relative residual,
-    ``max |g - Phi(g)| / max(1, |g|)``), with the linear step solved in
-    python-flint (an approximate LU on ball midpoints; the residual decides),
-    which is far cheaper than mpmath's LU for twenty unknowns.
+    ``max |g - Phi(g)| / max(1, |g|)``, and the same step,
+    :meth:`~freeprob.solve.numeric.MPSystem.newton_step`: solved in
+    python-flint, an approximate LU on ball midpoints; the residual decides),
+    with damped steps.
     Returns ``(g, outputs, residual, iterations)``.
     """
-    import flint
-
     ctx = mpsys.ctx
     r = mpsys.r
     res = ctx.inf
     outs = None
     history = []
     for it in range(1, maxiter + 1):
-        phi, outs, jac = mpsys.phi(g, z, 0, jacobian=True)
-        resid = [g[k] - phi[k] for k in range(r)]
-        gnorm = max([abs(x) for x in g] + [ctx.mpf(1)])
-        res = max([abs(x) for x in resid] + [ctx.mpf(0)]) / gnorm
+        # the Jacobian stays in flint's balls from its evaluation to the solve
+        phi, outs, res, step = mpsys.newton_step(g, z, 0, tol)
         if res < tol:
             return g, outs, res, it
         history.append(res)
         if len(history) >= 5 and not history[-1] < history[-3] / 100:
             break  # not converging (quadratically or fast linearly): give up early
-        with flint_precision(ctx.prec + 20):
-            a = flint.acb_mat([[flint.acb((1 if i == j else 0) - jac[i][j]) for j in range(r)] for i in range(r)])
-            try:
-                d = a.solve(flint.acb_mat([[flint.acb(x)] for x in resid]), algorithm="approx")
-            except ZeroDivisionError:
-                break
-            step = [ctx.make_mpc((d[k, 0].real.mid()._mpf_, d[k, 0].imag.mid()._mpf_)) for k in range(r)]
+        if step is None:
+            break  # I - dPhi singular at the working precision
         # damped: halve the step while the residual grows (the basin is narrow where
         # some unknowns are large and nearly undetermined)
         lam = 1

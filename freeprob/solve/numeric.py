@@ -308,6 +308,21 @@ class MPSystem:
                 jac = [[self._mpc(x) for x in row] for row in jac]
         return phi, outs, jac
 
+    def phi_and_jv(self, g, z, eps, v):
+        """``Phi(g)`` and the Jacobian applied to ``v``, ``dPhi v``, as lists of mpc.
+
+        The product is formed in flint (``acb_mat``), so the ``r x r`` Jacobian
+        never crosses to mpmath numbers (the fold residual of an edge needs only
+        ``dPhi v``).
+        """
+        import flint
+
+        with flint_precision(self.prec):
+            _, phi, _, jac = self._evaluate(g, z, eps, True)
+            vb = flint.acb_mat([[flint.acb(self.ctx.mpc(x))] for x in v])
+            jv = flint.acb_mat(jac) * vb
+            return [self._mpc(x) for x in phi], [self._mpc(jv[k, 0]) for k in range(self.r)]
+
     def residual(self, g, phi):
         """``max |g - Phi(g)| / max(1, max |g|)``, the measure Newton's method is stopped on (an mpf)."""
         ctx = self.ctx
