@@ -199,7 +199,14 @@ def _scaled_pinv(jac, rcond):
     row = np.sqrt((js * js).sum(axis=1))
     row[~(row > 0)] = 1.0
     js = js / row[:, None]
-    return (np.linalg.pinv(js, rcond=rcond) / row[None, :]) / col[:, None], col
+    sv = np.linalg.svd(js, compute_uv=False)
+    if sv[-1] > rcond * sv[0]:
+        # regular: the LU inverse is the pseudo-inverse (and, unlike an SVD with
+        # vectors, does not stall on threaded BLAS when the machine is busy)
+        inv = np.linalg.inv(js)
+    else:
+        inv = np.linalg.pinv(js, rcond=rcond)
+    return (inv / row[None, :]) / col[:, None], col
 
 
 def _fold_newton_fast(fast, u, r, c, maxiter=40, window=None):
