@@ -134,12 +134,14 @@ class FastSystem:
         self._base = base
         self._zpos = np.array(zpos, int)
         self._epos = np.array(epos, int)
-        used = sorted({kk for kk, _ in eta})
-        pos = sorted({q for _, q in eta})
-        emap = np.zeros((len(used), len(pos)), complex)
-        for (kk, q), c in eta.items():
-            emap[used.index(kk), pos.index(q)] += c
-        self._eta = (np.array(used, int), np.array(pos, int), emap)
+        # -eta as a sparse sum, c g[kk] into position q, summed per position: no
+        # matrix product (a product of this size is threaded by BLAS, and stalls
+        # when the machine is busy)
+        items = sorted(((q, kk), c) for (kk, q), c in eta.items())
+        qs = np.array([q for (q, _), _ in items], int)
+        pos, starts = np.unique(qs, return_index=True)
+        self._eta = (np.array([kk for (_, kk), _ in items], int), np.array([c for _, c in items], complex), pos,
+                     starts)
         self._read_k = np.array(read_k, int)
         self._read_pos = np.array(read_pos, int)
         self._out_pos = np.array([off[s] + i * self.spaces[s].k + i for s, i in self.outputs], int)
@@ -153,9 +155,9 @@ class FastSystem:
         """All ``F_s`` for all points, side by side: (P, sum of k^2) in the fused layout."""
         P = g.shape[0]
         a = np.broadcast_to(self._base, (P, self._total)).copy()
-        used, pos, emap = self._eta
+        kk, cc, pos, starts = self._eta
         if len(pos):
-            a[:, pos] += g[:, used] @ emap
+            a[:, pos] += np.add.reduceat(g[:, kk] * cc, starts, axis=1)
         a[:, self._zpos] += z[:, None]
         a[:, self._epos] += (1j * eps)[:, None]
         out = np.empty_like(a)
