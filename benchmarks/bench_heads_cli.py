@@ -30,6 +30,8 @@ from sympy.core.cache import clear_cache
 
 from freeprob.cli import main as cli
 
+from _timing import load_text
+
 COMMANDS = {"first answer": ["density", "{file}", "--at", "0.5"], "whole law": ["law", "{file}"]}
 
 
@@ -70,6 +72,7 @@ def main(argv=None):
     files = {c: emit(tmp, *c) for c in configs}
     if args.in_process:
         timed(["law", "wigner-semicircle"], True)  # one-off imports
+    start = load_text()
     best = {(c, name): float("inf") for c in configs for name in COMMANDS}
     for _ in range(args.repeat):  # alternating, so that load drifts hit every configuration alike
         for c in configs:
@@ -77,7 +80,7 @@ def main(argv=None):
                 dt = timed([a.format(file=files[c]) for a in cmd], args.in_process)
                 best[c, name] = min(best[c, name], dt)
     where = "in one process" if args.in_process else "fresh processes"
-    print(f"best of {args.repeat}, {where}; ratio to H = 1 mha")
+    print(f"best of {args.repeat}, {where}; ratio to H = 1 mha; {start} at the start, {load_text()} at the end")
     print(f"{'pattern':<8}{'H':>5}" + "".join(f"{name + ' s':>16}{'ratio':>7}" for name in COMMANDS))
     rows = []
     for c in configs:

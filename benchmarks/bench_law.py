@@ -27,7 +27,7 @@ from sympy.core.cache import clear_cache
 import freeprob as fp
 from freeprob.cli import main as cli
 
-from _timing import best_of
+from _timing import best_of, load_text
 
 ISSUE_MODEL = "attention h1 beta=7/10"
 
@@ -55,6 +55,7 @@ def main(argv=None):
     specs = [(ISSUE_MODEL, issue)] + [(n, n) for n in (args.models.split(",") if args.models else fp.builtin_models())]
     _law_command("wigner-semicircle")  # warm-up: one-off imports
     rng = np.random.default_rng(0)
+    start = load_text()
     rows = []
     for label, spec in specs:
         law = fp.law_of(fp.find_model(spec))
@@ -67,6 +68,7 @@ def main(argv=None):
         xs = [float(g["x"]) for g in data["grid"]]
         t_law1000, _ = _law_command(spec, f"{xs[0]}:{xs[-1]}:1000")
         rows.append((label, t_law, t_law1000, t_mc, data["support"], data["atoms"]))
+    print(f"{start} at the start, {load_text()} at the end")
     print(f"{'model':<26}{'law s':>8}{'law 1000 s':>12}{'MC N=2000 s':>13}{'ratio':>8}{'ratio 1000':>12}  support; atoms")
     for label, a, a1000, b, sup, atoms in rows:
         at = ", ".join(f"{x['mass']} at {x['x']}" for x in atoms) or "none"

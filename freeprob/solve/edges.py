@@ -6,10 +6,12 @@
   ``g = Phi(g, x)``, ``(I - dPhi) v = 0``, ``c . v = 1`` in ``(g, x, v)``, which
   is regular at a fold; Newton's method (finite-difference Jacobian at twice
   the working precision) converges to it from a grid bracket.
-  Newton's method runs in double precision first (its Jacobian by central
-  differences, all columns in one vectorized evaluation) and is then finished
-  in mpmath by chord steps with that Jacobian, each of which gains the digits
-  the double-precision Jacobian carries; the full finite-difference Newton at
+  Newton's method runs in double precision first (its Jacobian by complex
+  steps where the system is real outside the support, else by central
+  differences, all columns in one vectorized evaluation; steps equilibrated
+  and damped by the natural monotonicity test) and is then finished in mpmath
+  by chord steps with that Jacobian, each of which gains the digits the
+  double-precision Jacobian carries; the full finite-difference Newton at
   twice the working precision is the fallback.
 * Atoms: the mass at ``x0`` is ``lim_{y -> 0} iy G(x0 + iy)``. On the
   imaginary direction ``M(y) = Re(iy G(x0 + iy)) = mu({x0}) + int_{x != x0}
@@ -60,11 +62,15 @@ def _fold_residual(mpsys, unk, r, c):
     g = [ctx.mpc(x) for x in unk[:r]]
     x = unk[r]
     v = unk[r + 1:]
-    phi, _, jac = mpsys.phi(g, ctx.mpc(x), 0, jacobian=True)
+    re_v = [ctx.re(t) for t in v]
+    phi, jv = mpsys.phi_and_jv(g, ctx.mpc(x), 0, re_v)
     out = [(g[k] - phi[k]).real for k in range(r)]
-    for a in range(r):
-        s = v[a] - sum(jac[a][b].real * v[b] for b in range(r))
-        out.append(s)
+    # Re(dPhi) v, as (dPhi Re v).real (+ i (dPhi Im v).real for a complex v)
+    if any(ctx.im(t) != 0 for t in v):
+        _, jv_im = mpsys.phi_and_jv(g, ctx.mpc(x), 0, [ctx.im(t) for t in v])
+        out.extend(v[a] - ctx.mpc(jv[a].real, jv_im[a].real) for a in range(r))
+    else:
+        out.extend(v[a] - jv[a].real for a in range(r))
     out.append(sum(ci * vi for ci, vi in zip(c, v)) - 1)
     return out
 
@@ -124,6 +130,19 @@ def _systems(system):
     return system if isinstance(system, NumericSystems) else NumericSystems(system)
 
 
+def _fold_complex(fast, u, r, c):
+    """The fold residuals at the rows of ``u`` (``P x (2r + 1)``, complex allowed), without taking real parts.
+
+    ``Phi`` is holomorphic in ``(g, z)`` (``eta`` is linear, the rest an inverse), so this is a
+    holomorphic function of ``u``; where it is real at real ``u`` it equals :func:`_fold_fast`.
+    """
+    g = u[:, :r]
+    v = u[:, r + 1:]
+    phi, _, jac = fast.phi(g, u[:, r], np.zeros(len(u)), jacobian=True)
+    f2 = v - np.einsum("pab,pb->pa", jac, v)
+    return np.concatenate([g - phi, f2, (v @ c - 1)[:, None]], axis=1)
+
+
 def _fold_fast(fast, u, r, c):
     """Fold residuals at the rows of ``u`` (``P x (2r + 1)``, real), in double precision."""
     g = u[:, :r].astype(complex)
@@ -144,43 +163,103 @@ def _fold_jacobian_fast(fast, u, r, c):
     return ((f[:n] - f[n:]) / (2 * h)[:, None]).T
 
 
-def _fold_newton_fast(fast, u, r, c, maxiter=40, window=None):
-    """Newton's method on the fold system in double precision; ``(u, jacobian)`` or ``(None, None)``.
+def _fold_jacobian_exact(fast, u, r, c):
+    """The fold Jacobian at real ``u`` by complex steps, and whether it is exact.
 
-    Steps are damped (halved while the residual does not decrease) and, with
-    ``window = (lo, hi)``, kept inside it for the edge's coordinate.
+    Where the fold residuals are real at real arguments (outside the support the
+    solution is real), the holomorphic residual gives each column as
+    ``(Im F(u + i h e_j) - Im F(u)) / h`` with ``h = 1e-20 (1 + |u_j|)`` (``Im F(u)``
+    is 0 up to rounding): no cancellation, so the Jacobian is correct to rounding
+    (central differences lose half the digits, too few for the ill-conditioned
+    fold systems of many-head models). Elsewhere the central-difference
+    Jacobian, and False. Either way the edge is verified in mpmath afterwards:
+    a poor Jacobian costs time, never digits.
     """
-    jac = None
-    for _ in range(maxiter):
-        f = _fold_fast(fast, u[None, :], r, c)[0]
-        jac = _fold_jacobian_fast(fast, u, r, c)
-        if not (np.isfinite(f).all() and np.isfinite(jac).all()):
+    n = len(u)
+    with np.errstate(all="ignore"):
+        f0 = _fold_complex(fast, u[None, :].astype(complex), r, c)[0]
+        if np.isfinite(f0).all() and np.max(np.abs(f0.imag)) <= 1e-13 * (1 + np.max(np.abs(u))):
+            h = 1e-20 * (1 + np.abs(u))
+            jac = ((_fold_complex(fast, u[None, :] + 1j * np.diag(h), r, c).imag - f0.imag) / h[:, None]).T
+            if np.isfinite(jac).all():
+                return jac, True
+    return _fold_jacobian_fast(fast, u, r, c), False
+
+
+def _scaled_pinv(jac, rcond):
+    """Pseudo-inverse of ``jac`` after equilibration (columns, then rows, to unit norm).
+
+    The unknowns of a fold system span many decades (heads of width ``1/(2H)``
+    give entries from ``1e-9`` to ``1e3``): unscaled, the small singular values
+    a cut-off drops are those of the scaling, not of the system. Returns
+    ``(pinv, col)`` with ``col`` the column scales (steps in units of ``col``
+    are the natural measure of a step).
+    """
+    col = np.sqrt((jac * jac).sum(axis=0))
+    col[~(col > 0)] = 1.0
+    js = jac / col
+    row = np.sqrt((js * js).sum(axis=1))
+    row[~(row > 0)] = 1.0
+    js = js / row[:, None]
+    sv = np.linalg.svd(js, compute_uv=False)
+    if sv[-1] > rcond * sv[0]:
+        # regular: the LU inverse is the pseudo-inverse (and, unlike an SVD with
+        # vectors, does not stall on threaded BLAS when the machine is busy)
+        inv = np.linalg.inv(js)
+    else:
+        inv = np.linalg.pinv(js, rcond=rcond)
+    return (inv / row[None, :]) / col[:, None], col
+
+
+def _fold_newton_fast(fast, u, r, c, maxiter=40, window=None):
+    """Newton's method on the fold system in double precision; ``(u, pinv)`` or ``(None, None)``.
+
+    ``pinv`` is the (equilibrated) pseudo-inverse of the Jacobian at the result,
+    for the chord steps at higher precision. Minimum-norm steps: the fold
+    Jacobian is singular when unknowns are equal by symmetry (identical heads),
+    and consistent with it. Steps are damped by the natural monotonicity test
+    (the next step, with the same Jacobian, must be shorter in the scaled
+    norm): from a point outside the support the first full step overshoots the
+    fold and raises the residual, yet is the right step. With ``window = (lo,
+    hi)``, the edge's coordinate stays inside it.
+    """
+    lams = np.array([2.0 ** -k for k in range(8)])
+    pinv = None
+    with np.errstate(all="ignore"):
+        for _ in range(maxiter):
+            f = _fold_fast(fast, u[None, :], r, c)[0]
+            jac, exact = _fold_jacobian_exact(fast, u, r, c)
+            if not (np.isfinite(f).all() and np.isfinite(jac).all()):
+                return None, None
+            try:
+                pinv, col = _scaled_pinv(jac, 1e-12 if exact else 1e-7)
+            except np.linalg.LinAlgError:
+                return None, None
+            step = pinv @ f
+            size = np.max(np.abs(step / col))
+            if np.max(np.abs(step)) < 1e-14 * (1 + np.max(np.abs(u))):
+                break
+            trials = u[None, :] - lams[:, None] * step[None, :]
+            nxt = np.max(np.abs((_fold_fast(fast, trials, r, c) @ pinv.T) / col), axis=1)
+            good = np.isfinite(nxt) & (nxt < (1 - lams / 4) * size)
+            if window is not None:
+                good &= (trials[:, r] >= window[0]) & (trials[:, r] <= window[1])
+            ok = np.nonzero(good)[0]
+            if not len(ok):
+                if np.max(np.abs(f)) < 1e-12 * (1 + np.max(np.abs(u))):
+                    break  # at the rounding level already
+                return None, None
+            lam = lams[ok[0]]
+            u = u - lam * step
+            if lam == 1.0 and np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(u))):
+                jac, exact = _fold_jacobian_exact(fast, u, r, c)
+                pinv, _ = _scaled_pinv(jac, 1e-12 if exact else 1e-7)
+                break
+        else:
             return None, None
-        try:
-            # minimum-norm steps: the fold Jacobian is singular when unknowns are
-            # equal by symmetry (identical heads), and consistent with it
-            step = np.linalg.lstsq(jac, f, rcond=1e-7)[0]
-        except np.linalg.LinAlgError:
-            return None, None
-        # damped: the first steps from a grid point can overshoot into another branch
-        norm = np.max(np.abs(f))
-        lam = 1.0
-        trials = u[None, :] - np.array([2.0 ** -k for k in range(8)])[:, None] * step[None, :]
-        ft = np.max(np.abs(_fold_fast(fast, trials, r, c)), axis=1)
-        good = np.isfinite(ft) & (ft < norm)
-        if window is not None:
-            good &= (trials[:, r] >= window[0]) & (trials[:, r] <= window[1])
-        ok = np.nonzero(good)[0]
-        if not len(ok):
-            if norm < 1e-12:
-                return (u, _fold_jacobian_fast(fast, u, r, c)) if window is None or window[0] <= u[r] <= window[1] \
-                    else (None, None)
-            return None, None
-        lam = 2.0 ** -int(ok[0])
-        u = u - lam * step
-        if lam == 1.0 and np.max(np.abs(step)) < 1e-13 * (1 + np.max(np.abs(u))):
-            return u, _fold_jacobian_fast(fast, u, r, c)
-    return None, None
+    if window is not None and not window[0] <= u[r] <= window[1]:
+        return None, None
+    return u, pinv
 
 
 def _chord(ctx, mpsys, unk, jinv, r, cq, tol, maxiter=60):
@@ -289,7 +368,7 @@ def refine_edge(system, z_out, dps, bracket=None, fallback=True):
             cq = [ctx.mpf(x) for x in c]
             start = [ctx.mpf(x) for x in u] if not edges else [ctx.mpf(x) for x in edges[-1][1]]
             try:
-                unk = _chord(ctx, mpsys, start, np.linalg.pinv(jfast, rcond=1e-7), r, cq, ctx.mpf(10) ** (-(w - 3)))
+                unk = _chord(ctx, mpsys, start, jfast, r, cq, ctx.mpf(10) ** (-(w - 3)))
             except (np.linalg.LinAlgError, ConvergenceError):
                 unk = None
         bound = ctx.mpf(10) ** (-(w - 5)) if unk is not None else None
@@ -401,35 +480,27 @@ def _newton(mpsys, g, z, tol, maxiter=30):
     """Newton's method on the Dyson system at ``z`` (``eps = 0``) in the context of ``mpsys``.
 
     As :func:`~freeprob.solve.newton.newton_mp` (the same relative residual,
-    ``max |g - Phi(g)| / max(1, |g|)``), with the linear step solved in
-    python-flint (an approximate LU on ball midpoints; the residual decides),
-    which is far cheaper than mpmath's LU for twenty unknowns.
+    ``max |g - Phi(g)| / max(1, |g|)``, and the same step,
+    :meth:`~freeprob.solve.numeric.MPSystem.newton_step`: solved in
+    python-flint, an approximate LU on ball midpoints; the residual decides),
+    with damped steps.
     Returns ``(g, outputs, residual, iterations)``.
     """
-    import flint
-
     ctx = mpsys.ctx
     r = mpsys.r
     res = ctx.inf
     outs = None
     history = []
     for it in range(1, maxiter + 1):
-        phi, outs, jac = mpsys.phi(g, z, 0, jacobian=True)
-        resid = [g[k] - phi[k] for k in range(r)]
-        gnorm = max([abs(x) for x in g] + [ctx.mpf(1)])
-        res = max([abs(x) for x in resid] + [ctx.mpf(0)]) / gnorm
+        # the Jacobian stays in flint's balls from its evaluation to the solve
+        phi, outs, res, step = mpsys.newton_step(g, z, 0, tol)
         if res < tol:
             return g, outs, res, it
         history.append(res)
         if len(history) >= 5 and not history[-1] < history[-3] / 100:
             break  # not converging (quadratically or fast linearly): give up early
-        with flint_precision(ctx.prec + 20):
-            a = flint.acb_mat([[flint.acb((1 if i == j else 0) - jac[i][j]) for j in range(r)] for i in range(r)])
-            try:
-                d = a.solve(flint.acb_mat([[flint.acb(x)] for x in resid]), algorithm="approx")
-            except ZeroDivisionError:
-                break
-            step = [ctx.make_mpc((d[k, 0].real.mid()._mpf_, d[k, 0].imag.mid()._mpf_)) for k in range(r)]
+        if step is None:
+            break  # I - dPhi singular at the working precision
         # damped: halve the step while the residual grows (the basin is narrow where
         # some unknowns are large and nearly undetermined)
         lam = 1

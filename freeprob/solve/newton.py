@@ -68,32 +68,44 @@ def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-10, verify=True):
     verified step of the path checks it anyway.
     """
     P = g.shape[0]
+    g = g.copy()
     conv = np.zeros(P, bool)
     res = np.full(P, np.inf)
+    outs = np.zeros((P, len(fast.outputs)), complex)
     eye = np.eye(fast.r)
+    # only the points still moving are evaluated: a converged point (step 0) or
+    # one whose step is not finite (left where it is) would give the same values
+    # at every further iteration
+    live = np.arange(P)
     for _ in range(maxiter):
-        phi, outs, jac = fast.phi(g, z, eps, jacobian=True)
-        r = g - phi
-        scale = 1 + np.max(np.abs(g), axis=1)
-        res = np.max(np.abs(r), axis=1) / scale
-        conv = np.isfinite(res) & (res < tol)
+        gl = g[live]
+        phi, outs[live], jac = fast.phi(gl, z[live], eps[live], jacobian=True)
+        r = gl - phi
+        scale = 1 + np.max(np.abs(gl), axis=1)
+        res[live] = np.max(np.abs(r), axis=1) / scale
+        cl = np.isfinite(res[live]) & (res[live] < tol)
+        conv[live] = cl
         if conv.all():
             return g, conv, res, outs
         with np.errstate(all="ignore"):
             try:
                 delta = np.linalg.solve(eye[None] - jac, r[:, :, None])[:, :, 0]
             except np.linalg.LinAlgError:
-                delta = np.stack([_lstsq(eye - jac[i], r[i]) for i in range(P)])
-        delta[conv] = 0
+                delta = np.stack([_lstsq(eye - jac[i], r[i]) for i in range(len(live))])
+        delta[cl] = 0
         bad = ~np.isfinite(delta).all(axis=1)
         delta[bad] = 0
-        g = g - delta
+        g[live] = gl - delta
         if not verify:
             step = np.max(np.abs(delta), axis=1) / scale
             small = ~bad & (step < 1e-5)
-            if (conv | small).all():
-                res = np.where(conv, res, step**2)
-                return g, conv | small, res, outs
+            if (cl | small).all() and conv.sum() + (small & ~cl).sum() == P:
+                res[live] = np.where(cl, res[live], step**2)
+                conv[live] = cl | small
+                return g, conv, res, outs
+        live = live[~cl & ~bad]
+        if not len(live):
+            break
     phi, outs, _ = fast.phi(g, z, eps)
     res = np.max(np.abs(g - phi), axis=1) / (1 + np.max(np.abs(g), axis=1))
     conv = np.isfinite(res) & (res < tol)

@@ -90,21 +90,88 @@ class FastSystem:
             )
         self.spaces = spaces
         self.outputs = tuple(system.u)
-        self._scatter = [_jacobian_scatter(sp) for sp in spaces]
+        self._fuse()
+
+    def _fuse(self):
+        """Index arrays over all spaces at once: the matrices of all spaces side by side in one flat
+        row per point (spaces of one size adjacent, so that each size is inverted in one batched call),
+        and the reads, outputs and Jacobian products as positions in it. A system of many small spaces
+        (one per head group) then costs a few array operations per evaluation, not a few per space."""
+        r = self.r
+        order = sorted(range(len(self.spaces)), key=lambda s: self.spaces[s].k)
+        off = {}
+        at = 0
+        groups = []
+        for s in order:
+            k = self.spaces[s].k
+            off[s] = at
+            if groups and groups[-1][0] == k:
+                groups[-1][2] += 1
+            else:
+                groups.append([k, at, 1])
+            at += k * k
+        self._total = at
+        self._groups = [(k, start, count) for k, start, count in groups]
+        self._off = off
+        base = np.zeros(at, complex)
+        zpos, epos, eta = [], [], {}
+        read_k, read_pos = [], []
+        left, right, coef, target = [], [], [], []
+        for s, sp in enumerate(self.spaces):
+            k, o = sp.k, off[s]
+            base[o:o + k * k] = sp.base
+            zpos.extend(o + sp.zdiag)
+            epos.extend(o + sp.ediag)
+            for i, j, kk, c in zip(sp.ti, sp.tj, sp.tk, sp.tc):
+                eta[(int(kk), o + i * k + j)] = eta.get((int(kk), o + i * k + j), 0) - c
+            read_k.extend(sp.rk)
+            read_pos.extend(o + sp.rp * k + sp.rq)
+            for a, p, q in zip(sp.rk, sp.rp, sp.rq):
+                left.extend(o + p * k + sp.ti)
+                right.extend(o + sp.tj * k + q)
+                coef.extend(sp.tc)
+                target.extend(a * r + sp.tk)
+        self._base = base
+        self._zpos = np.array(zpos, int)
+        self._epos = np.array(epos, int)
+        # -eta as a sparse sum, c g[kk] into position q, summed per position: no
+        # matrix product (a product of this size is threaded by BLAS, and stalls
+        # when the machine is busy)
+        items = sorted(((q, kk), c) for (kk, q), c in eta.items())
+        qs = np.array([q for (q, _), _ in items], int)
+        pos, starts = np.unique(qs, return_index=True)
+        self._eta = (np.array([kk for (_, kk), _ in items], int), np.array([c for _, c in items], complex), pos,
+                     starts)
+        self._read_k = np.array(read_k, int)
+        self._read_pos = np.array(read_pos, int)
+        self._out_pos = np.array([off[s] + i * self.spaces[s].k + i for s, i in self.outputs], int)
+        target = np.array(target, int)
+        srt = np.argsort(target, kind="stable")
+        targets, starts = np.unique(target[srt], return_index=True)
+        self._pairs = (np.array(left, int)[srt], np.array(right, int)[srt], np.array(coef, complex)[srt],
+                       targets, starts)
+
+    def _flat_inverses(self, g, z, eps):
+        """All ``F_s`` for all points, side by side: (P, sum of k^2) in the fused layout."""
+        P = g.shape[0]
+        a = np.broadcast_to(self._base, (P, self._total)).copy()
+        kk, cc, pos, starts = self._eta
+        if len(pos):
+            a[:, pos] += np.add.reduceat(g[:, kk] * cc, starts, axis=1)
+        a[:, self._zpos] += z[:, None]
+        a[:, self._epos] += (1j * eps)[:, None]
+        out = np.empty_like(a)
+        for k, start, count in self._groups:
+            end = start + count * k * k
+            out[:, start:end] = _inv(a[:, start:end].reshape(P * count, k, k)).reshape(P, count * k * k)
+        return out
 
     def inverses(self, g, z, eps):
         """Per space, ``F_s = (Lambda - B - eta(g))^{-1}`` for all points: list of (P, k, k)."""
-        out = []
-        for sp in self.spaces:
-            k = sp.k
-            used, pos, emap = sp.eta_map
-            a = np.broadcast_to(sp.base, (g.shape[0], k * k)).copy()
-            if len(pos):
-                a[:, pos] += g[:, used] @ emap
-            a[:, sp.zdiag] += z[:, None]
-            a[:, sp.ediag] += (1j * eps)[:, None]
-            out.append(_inv(a.reshape(-1, k, k)))
-        return out
+        flat = self._flat_inverses(g, z, eps)
+        P = g.shape[0]
+        return [flat[:, self._off[s]:self._off[s] + sp.k * sp.k].reshape(P, sp.k, sp.k)
+                for s, sp in enumerate(self.spaces)]
 
     def phi(self, g, z, eps, jacobian=False):
         """``Phi(g)`` (P, r), the outputs (P, n_u) and optionally ``dPhi`` (P, r, r).
@@ -121,42 +188,21 @@ class FastSystem:
             return self._phi(g, z, eps, jacobian)
 
     def _phi(self, g, z, eps, jacobian):
-        fs = self.inverses(g, z, eps)
+        f = self._flat_inverses(g, z, eps)
         P = g.shape[0]
         phi = np.zeros((P, self.r), complex)
-        jac = np.zeros((P, self.r, self.r), complex) if jacobian else None
-        for sp, f, scatter in zip(self.spaces, fs, self._scatter):
-            if not len(sp.rk):
-                continue
-            phi[:, sp.rk] = f[:, sp.rp, sp.rq]
-            if jacobian and len(sp.ti):
-                rows, cols, order, starts = scatter
-                left = f[:, sp.rp[:, None], sp.ti[None, :]]  # (P, reads, terms): F[p, i_t]
-                right = f[:, sp.tj[None, :], sp.rq[:, None]]  # (P, reads, terms): F[j_t, q]
-                contrib = left * right * sp.tc
-                if order is not None:
-                    # several terms on one unknown: sum them (terms sorted by unknown)
-                    contrib = np.add.reduceat(contrib[:, :, order], starts, axis=2)
-                jac[:, rows, cols] += contrib
-        outs = np.stack([fs[s][:, i, i] for s, i in self.outputs], axis=1)
+        phi[:, self._read_k] = f[:, self._read_pos]
+        jac = None
+        if jacobian:
+            jac = np.zeros((P, self.r * self.r), complex)
+            left, right, coef, targets, starts = self._pairs
+            if len(left):
+                # every (read, term) product of every space at once, summed per Jacobian entry
+                contrib = f[:, left] * f[:, right] * coef
+                jac[:, targets] = np.add.reduceat(contrib, starts, axis=1)
+            jac = jac.reshape(P, self.r, self.r)
+        outs = f[:, self._out_pos]
         return phi, outs, jac
-
-
-def _jacobian_scatter(sp):
-    """Where the (read, term) products of a space land in the Jacobian.
-
-    Returns ``(rows, cols, order, starts)``: index arrays broadcasting to
-    (reads, unknowns of the terms) -- every unknown is read exactly once, so
-    the rows never repeat; ``order`` sorts the terms by unknown and ``starts``
-    opens each unknown's run for :func:`numpy.add.reduceat`, both None when
-    every term has its own unknown (the products then land directly).
-    """
-    order = starts = None
-    cols = sp.tk
-    if len(np.unique(sp.tk)) != len(sp.tk):
-        order = np.argsort(sp.tk, kind="stable")
-        cols, starts = np.unique(sp.tk[order], return_index=True)
-    return sp.rk[:, None], cols[None, :], order, starts
 
 
 def _inv(a):
@@ -263,6 +309,21 @@ class MPSystem:
             if jacobian:
                 jac = [[self._mpc(x) for x in row] for row in jac]
         return phi, outs, jac
+
+    def phi_and_jv(self, g, z, eps, v):
+        """``Phi(g)`` and the Jacobian applied to ``v``, ``dPhi v``, as lists of mpc.
+
+        The product is formed in flint (``acb_mat``), so the ``r x r`` Jacobian
+        never crosses to mpmath numbers (the fold residual of an edge needs only
+        ``dPhi v``).
+        """
+        import flint
+
+        with flint_precision(self.prec):
+            _, phi, _, jac = self._evaluate(g, z, eps, True)
+            vb = flint.acb_mat([[flint.acb(self.ctx.mpc(x))] for x in v])
+            jv = flint.acb_mat(jac) * vb
+            return [self._mpc(x) for x in phi], [self._mpc(jv[k, 0]) for k in range(self.r)]
 
     def residual(self, g, phi):
         """``max |g - Phi(g)| / max(1, max |g|)``, the measure Newton's method is stopped on (an mpf)."""
