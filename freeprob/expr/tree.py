@@ -32,6 +32,7 @@ __all__ = [
     "gaussian",
     "wigner",
     "identity",
+    "deterministic",
     "Expr",
     "Matrix",
     "Sum",
@@ -48,7 +49,9 @@ __all__ = [
     "expression_graph",
 ]
 
-KINDS = ("gaussian", "wigner", "identity")
+KINDS = ("gaussian", "wigner", "identity", "deterministic")
+#: Kinds whose law is invariant under orthogonal conjugation, or fixed (symmetric letters in expansions).
+SYMMETRIC_KINDS = ("wigner", "identity", "deterministic")
 #: The spectral laws a model can ask for (part of a model's description).
 LAWS = ("eigenvalues", "squared-singular-values")
 
@@ -216,17 +219,23 @@ def _check_dim(s, what):
 
 @dataclass(frozen=True)
 class Matrix(Expr):
-    """A leaf: a Gaussian, Wigner or identity matrix.
+    """A leaf: a Gaussian, Wigner, identity or deterministic matrix.
 
-    ``gaussian``: iid real ``N(0, variance)`` entries. ``wigner``: symmetric,
-    off-diagonal entries ``N(0, variance)``, diagonal ``N(0, 2 variance)``.
-    ``identity``: the identity of its space (variance is unused).
+    ``gaussian``: iid real ``N(0, variance)`` entries (with a ``profile``,
+    entry ``(i, j)`` has variance ``variance * profile(i/rows, j/cols)``).
+    ``wigner``: symmetric, off-diagonal entries ``N(0, variance)``, diagonal
+    ``N(0, 2 variance)``. ``identity``: the identity of its space (variance
+    is unused). ``deterministic``: the diagonal matrix of an atomic
+    ``spectrum`` ``((value, weight), ...)``, its values in the order given
+    (variance is unused; docs/blocks.md).
     """
 
     name: str
     shape: Tuple[sympy.Symbol, sympy.Symbol]
     kind: str = "gaussian"
     variance: sympy.Expr = sympy.Integer(1)
+    spectrum: tuple = None
+    profile: object = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -238,7 +247,7 @@ class Matrix(Expr):
             raise ShapeError(f"matrix {self.name}: shape must be (rows, cols), got {self.shape!r}")
         for s in self.shape:
             _check_dim(s, f"matrix {self.name}")
-        if self.kind in ("wigner", "identity") and self.shape[0] != self.shape[1]:
+        if self.kind in SYMMETRIC_KINDS and self.shape[0] != self.shape[1]:
             raise ShapeError(
                 f"matrix {self.name}: a {self.kind} matrix is square, got shape "
                 f"({self.shape[0]}, {self.shape[1]})"
@@ -252,6 +261,18 @@ class Matrix(Expr):
             raise DomainError(f"matrix {self.name}: variance must be positive, got {var}")
         if var.is_nonpositive:
             raise DomainError(f"matrix {self.name}: variance must be positive, got {var}")
+        if (self.spectrum is not None) != (self.kind == "deterministic"):
+            raise DomainError(f"matrix {self.name}: a spectrum is given for deterministic matrices, and only for them "
+                              f"(kind {self.kind!r})")
+        if self.spectrum is not None:
+            from .profiles import read_spectrum
+            object.__setattr__(self, "spectrum", read_spectrum(self.spectrum, f"matrix {self.name}"))
+        if self.profile is not None:
+            if self.kind != "gaussian":
+                raise DomainError(f"matrix {self.name}: a variance profile is given for Gaussian matrices only "
+                                  f"(kind {self.kind!r})")
+            from .profiles import read_profile
+            object.__setattr__(self, "profile", read_profile(self.profile, f"matrix {self.name}"))
 
     def children(self):
         return ()
@@ -260,11 +281,14 @@ class Matrix(Expr):
         return self.name
 
     def __repr__(self):
-        return f"Matrix({self.name!r}, ({self.shape[0]}, {self.shape[1]}), kind={self.kind!r}, variance={self.variance})"
+        extra = "" if self.spectrum is None else f", spectrum={self.spectrum}"
+        extra += "" if self.profile is None else f", profile={self.profile}"
+        return (f"Matrix({self.name!r}, ({self.shape[0]}, {self.shape[1]}), kind={self.kind!r}, "
+                f"variance={self.variance}{extra})")
 
 
-def gaussian(name, shape, variance=1):
-    """A matrix with iid real ``N(0, variance)`` entries.
+def gaussian(name, shape, variance=1, profile=None):
+    """A matrix with independent real ``N(0, variance)`` entries.
 
     Parameters
     ----------
@@ -274,8 +298,29 @@ def gaussian(name, shape, variance=1):
         Dimension symbols from :func:`dims`.
     variance : scalar, optional
         Entry variance, an expression in dimensions and parameters (default 1).
+    profile : str or sympy expression in ``r`` and ``c``, optional
+        Variance profile: entry ``(i, j)`` has variance
+        ``variance * profile(r = i/rows, c = j/cols)``; piecewise constant
+        (breakpoints read from ``Heaviside``), see docs/blocks.md.
     """
-    return Matrix(name, _shape(name, shape), "gaussian", variance)
+    return Matrix(name, _shape(name, shape), "gaussian", variance, None, profile)
+
+
+def deterministic(name, shape, spectrum):
+    """A symmetric deterministic matrix given by its atomic limiting spectrum.
+
+    ``spectrum`` maps each value to its weight (the weights are positive and
+    sum to 1; strings such as ``"1/2"`` are exact). The matrix is the
+    diagonal matrix with its values in the order given; several
+    deterministic matrices on one space are diagonal in the same basis, so
+    they commute (docs/blocks.md).
+
+    >>> import freeprob as fp
+    >>> p = fp.dims("p")
+    >>> fp.deterministic("D", (p, p), spectrum={1: "1/2", 4: "1/2"}).spectrum
+    ((1, 1/2), (4, 1/2))
+    """
+    return Matrix(name, _shape(name, shape), "deterministic", 1, spectrum)
 
 
 def _shape(name, shape):
@@ -397,7 +442,7 @@ class Transpose(Expr):
     def of(a):
         if isinstance(a, Transpose):
             return a.arg
-        if isinstance(a, Matrix) and a.kind in ("wigner", "identity"):
+        if isinstance(a, Matrix) and a.kind in SYMMETRIC_KINDS:
             return a
         if isinstance(a, Inverse):  # the inverse of a symmetric matrix is symmetric
             return a

@@ -48,7 +48,12 @@ def norm_bound(node, norm):
         a, b = node.shape
         if node.kind == "identity":
             return sympy.Integer(1)
+        if node.kind == "deterministic":
+            return sympy.Max(*[sympy.Abs(a) for a, _ in node.spectrum])
         s = norm.leaf_scale[node]
+        if node.profile is not None:  # the largest variance of the profile bounds the norm
+            from .blocks import profile_max
+            s = s * sympy.sqrt(profile_max(node))
         if node.kind == "wigner":
             return 2 * s * sympy.sqrt(a)
         return s * (sympy.sqrt(a) + sympy.sqrt(b))
@@ -70,6 +75,9 @@ def spectral_interval(node, norm):
     if isinstance(node, Matrix):
         if node.kind == "identity":
             return sympy.Integer(1), sympy.Integer(1)
+        if node.kind == "deterministic":
+            values = [a for a, _ in node.spectrum]
+            return sympy.Min(*values), sympy.Max(*values)
         r = norm_bound(node, norm)
         return -r, r
     if isinstance(node, Scaled):

@@ -9,6 +9,7 @@ covariance map and the reduced Dyson system. Numbers enter later, in
 
 import sympy
 
+from .blocks import has_blocks, refine
 from .dyson import dyson_system
 from .exchange import canonical_groups, head_structure, witness_expression
 from .._errors import DomainError, NotSelfAdjointError
@@ -96,8 +97,12 @@ class Reduction:
         if isinstance(symmetry, str) or not (isinstance(symmetry, bool) or hasattr(symmetry, "__iter__")):
             raise DomainError(f"symmetry: expected True, False or groups of term indices such as ((0, 1), (2, 3)), "
                               f"got {str(symmetry)[:80]!r}")
+        self.parts = None
         if symmetry and has_inverse(expr):
             self.symmetry_note = "no symmetry quotient: the expression contains an inverse (reduced in full)"
+        elif symmetry and has_blocks(expr):
+            self.symmetry_note = ("no symmetry quotient: the expression has deterministic matrices or variance "
+                                  "profiles (reduced in full, its dimensions split into parts)")
         elif symmetry:
             structure, why = head_structure(expr)
             if structure is not None and symmetry is not True:
@@ -130,7 +135,11 @@ class Reduction:
                 return None
             return i + m if i < nu + m else i - m
 
-        system = dyson_system(self.self_adjoint, lambda s: s, pair_of)
+        if has_blocks(expr):
+            self.parts = refine(self.self_adjoint, expr, pair_of)
+            system = dyson_system(self.parts.pencil, self.parts.ratio_of, self.parts.pair_of, self.parts.block_of)
+        else:
+            system = dyson_system(self.self_adjoint, lambda s: s, pair_of)
         return system.with_conditions(inverse_conditions(expr, self.normalization))
 
     def _reduce_quotient(self, structure):
