@@ -266,13 +266,24 @@ class Matrix(Expr):
                               f"(kind {self.kind!r})")
         if self.spectrum is not None:
             from .profiles import read_spectrum
-            object.__setattr__(self, "spectrum", read_spectrum(self.spectrum, f"matrix {self.name}"))
+            spectrum = read_spectrum(self.spectrum, f"matrix {self.name}")
+            object.__setattr__(self, "spectrum", spectrum)
+            # the variance of a deterministic matrix is unused by the engine; it is set so that the
+            # Gaussian norm bound sqrt(v) (sqrt(rows) + sqrt(cols)) is its norm max |a_k| (docs/blocks.md)
+            top = sympy.Max(*[abs(a) for a, _ in spectrum])
+            object.__setattr__(self, "variance", (top if top != 0 else sympy.Integer(1)) ** 2 / (4 * self.shape[0]))
         if self.profile is not None:
             if self.kind != "gaussian":
                 raise DomainError(f"matrix {self.name}: a variance profile is given for Gaussian matrices only "
                                   f"(kind {self.kind!r})")
-            from .profiles import read_profile
-            object.__setattr__(self, "profile", read_profile(self.profile, f"matrix {self.name}"))
+            from .profiles import profile_grid, read_profile
+            profile = read_profile(self.profile, f"matrix {self.name}")
+            _, _, table = profile_grid(profile, f"matrix {self.name}")
+            top = sympy.Max(*[v for row in table for v in row])
+            # stored with maximum 1, its maximum moved into the variance: the same entry variances, and
+            # every norm bound made from the variance stays a bound
+            object.__setattr__(self, "profile", sympy.nsimplify(profile / top) if top != 1 else profile)
+            object.__setattr__(self, "variance", var * top)
 
     def children(self):
         return ()
@@ -561,7 +572,7 @@ def _letter(leaf, transposed):
 
 def transpose_word(word):
     """The word of the transposed monomial."""
-    return tuple(_letter(leaf, not t) for leaf, t in reversed(word))
+    return _commute_deterministic(tuple(_letter(leaf, not t) for leaf, t in reversed(word)))
 
 
 def word_str(word, coeff=1):
@@ -570,6 +581,24 @@ def word_str(word, coeff=1):
     if coeff == 1:
         return body
     return f"{sympy.sstr(coeff)} * {body}"
+
+
+def _commute_deterministic(word):
+    """``word`` with every run of adjacent deterministic letters sorted by name.
+
+    Deterministic matrices of one space are diagonal in one basis, so they
+    commute (docs/blocks.md); adjacent letters of a word share their space.
+    """
+    out, run = [], []
+    for letter in word + ((None, False),):
+        if letter[0] is not None and getattr(letter[0], "kind", None) == "deterministic":
+            run.append(letter)
+            continue
+        out.extend(sorted(run, key=lambda x: x[0].name))
+        run = []
+        if letter[0] is not None:
+            out.append(letter)
+    return tuple(out)
 
 
 def expand(expr, limit=20000):
@@ -612,7 +641,10 @@ def expand(expr, limit=20000):
             return out
         raise TypeError(f"not a matrix expression: {node!r}")
 
-    raw = rec(expr, False)
+    raw = {}
+    for w, c in rec(expr, False).items():
+        w = _commute_deterministic(w)
+        raw[w] = raw.get(w, 0) + c
     out = {}
     for w, c in raw.items():
         c = sympy.simplify(c) if c != 0 else c

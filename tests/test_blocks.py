@@ -1,0 +1,237 @@
+"""Deterministic matrices with an atomic spectrum (dimensions split into weighted parts).
+
+Closed forms, each derived here independently of the engine:
+
+* ``D + W`` with ``D = +-1`` equally weighted and ``W`` a semicircular Wigner
+  matrix: subordination ``G(z) = G_D(z - G(z))`` with ``G_D(w) = w/(w^2 - 1)``
+  gives ``G (z - G)^2 = z`` (``G (w^2 - 1) = w`` with ``w = z - G``), a cubic.
+  Its double roots (``f'(G) = (z - G)(z - 3G) = 0``, so ``G = z/3``, then
+  ``4 z^3/27 = z``) put the edges at ``+-3 sqrt(3)/2``; with ``G = h/z`` and
+  ``t = 1/z^2`` the series ``h = (1 - t h)^-2`` gives the even moments,
+  ``m_2j = binomial(3j + 1, j)/(j + 1)``. At 0 the density has a cusp
+  (``G^3 ~ -z``).
+* The sample covariance ``S X X^T S / n`` with ``Sigma = S^2`` of spectrum
+  ``{1: 1/2, 4: 1/2}``: Silverstein's equation
+  ``m = int dH(tau) / (tau (1 - c - c z m) - z)`` (``G = -m``, ``c = p/n``),
+  solved here by Newton's method in mpmath; its first moments are
+  ``tr Sigma``, ``tr Sigma^2 + c (tr Sigma)^2`` and
+  ``tr Sigma^3 + 3 c tr Sigma tr Sigma^2 + c^2 (tr Sigma)^3``.
+"""
+
+import types
+
+import mpmath
+import numpy as np
+import pytest
+import sympy
+
+import freeprob as fp
+from freeprob.expr.modelfile import parse_model
+from freeprob.expr.tree import Matrix
+from freeprob.montecarlo.sample import sample_matrix
+
+DPS = 30
+
+
+def _mpc(z):
+    return mpmath.mpc(str(complex(z).real), str(complex(z).imag))
+
+
+def _close(a, b, dps=DPS):
+    """|a - b| <= 10^-(dps - 2) max(1, |b|): the digits asked for, with two digits for the last rounding."""
+    with mpmath.workdps(dps + 10):
+        return abs(mpmath.mpc(a) - mpmath.mpc(b)) <= mpmath.mpf(10) ** (2 - dps) * max(1, abs(mpmath.mpc(b)))
+
+
+@pytest.fixture(scope="module")
+def dims():
+    return fp.dims("p n")
+
+
+@pytest.fixture(scope="module")
+def bernoulli_plus_semicircle(dims):
+    p, _ = dims
+    D = fp.deterministic("D", (p, p), spectrum={1: "1/2", -1: "1/2"})
+    W = fp.wigner("W", p)
+    return fp.eigenvalue_law(D + W / sympy.sqrt(p), ratios={p: 1})
+
+
+def _cubic_root(z, dps):
+    """The root of ``G (z - G)^2 = z`` with ``Im G < 0`` (``Im z > 0``), by subordination iteration then Newton."""
+    with mpmath.workdps(dps + 20):
+        z = _mpc(z) if not isinstance(z, mpmath.mpc) else z
+        g = 1 / z
+        for _ in range(200):
+            w = z - g
+            g = w / (w * w - 1)
+        g = mpmath.findroot(lambda x: x * (z - x) ** 2 - z, g)
+        assert g.imag < 0
+        return g
+
+
+@pytest.mark.parametrize("z", ["0.3+0.5j", "-2+0.1j", "2.7+0.05j", "0.5+3j"])
+def test_bernoulli_plus_semicircle_cauchy(bernoulli_plus_semicircle, z):
+    g = bernoulli_plus_semicircle.cauchy(z, dps=DPS)
+    assert _close(g, _cubic_root(complex(z), DPS))
+
+
+def test_bernoulli_plus_semicircle_density_and_edges(bernoulli_plus_semicircle):
+    law = bernoulli_plus_semicircle
+    xs = np.linspace(-2.5, 2.5, 10)  # not 0: the law has a cusp there (density ~ |x|^(1/3), G^3 ~ -z)
+    d = law.density_fast(xs)
+    for x, dx in zip(xs, d):
+        roots = mpmath.polyroots([1, -2 * x, x * x, -x], maxsteps=200, extraprec=60)  # G^3 - 2x G^2 + x^2 G - x
+        im = min(r.imag for r in roots)
+        assert abs(dx - float(-im / mpmath.pi)) <= 1e-10 * max(1, abs(complex(min(roots, key=lambda r: r.imag))))
+    (lo, hi), = law.support(dps=20)
+    with mpmath.workdps(30):
+        edge = 3 * mpmath.sqrt(3) / 2
+    assert abs(hi - edge) < mpmath.mpf(10) ** -18 and abs(lo + edge) < mpmath.mpf(10) ** -18
+    assert law.atoms() == []
+
+
+def test_bernoulli_plus_semicircle_exact_moments(bernoulli_plus_semicircle):
+    t = sympy.Symbol("t")
+    h = sympy.Integer(1)
+    for _ in range(6):
+        h = sympy.series((1 - t * h) ** -2, t, 0, 6).removeO()
+    even = [h.coeff(t, j) for j in range(1, 6)]
+    assert even == [sympy.binomial(3 * j + 1, j) / (j + 1) for j in range(1, 6)]  # 2, 7, 30, 143, 728
+    moments = bernoulli_plus_semicircle.moments(10)
+    assert moments[1::2] == even and all(m == 0 for m in moments[0::2])
+
+
+def _silverstein(z, c, spectrum, dps):
+    """``G = -m`` with ``m = sum_k w_k / (tau_k (1 - c - c z m) - z)`` by Newton's method (Im m > 0)."""
+    with mpmath.workdps(dps + 20):
+        z = _mpc(z)
+        c = mpmath.mpf(sympy.Rational(c).p) / sympy.Rational(c).q
+        spec = [(mpmath.mpf(int(a)), mpmath.mpf(sympy.Rational(w).p) / sympy.Rational(w).q) for a, w in spectrum]
+
+        def f(m):
+            return m - sum(w / (a * (1 - c - c * z * m) - z) for a, w in spec)
+
+        m = -1 / z
+        for _ in range(500):  # the fixed-point map is a contraction of the upper half-plane for Im z > 0
+            m = sum(w / (a * (1 - c - c * z * m) - z) for a, w in spec)
+        m = mpmath.findroot(f, m)
+        assert m.imag > 0
+        return -m
+
+
+@pytest.fixture(scope="module")
+def covariance(dims):
+    p, n = dims
+    S = fp.deterministic("S", (p, p), spectrum={1: "1/2", 2: "1/2"})
+    X = fp.gaussian("X", (p, n))
+    return fp.eigenvalue_law(S @ X @ X.T @ S / n, ratios={p: "1/2", n: 1})
+
+
+@pytest.mark.parametrize("z", ["1.5+0.4j", "4+0.05j", "0.2+0.02j", "-1+1j"])
+def test_sample_covariance_against_silverstein(covariance, dims, z):
+    p, n = dims
+    g = covariance.cauchy(z, dps=DPS)
+    assert _close(g, _silverstein(complex(z), "1/2", [(1, "1/2"), (4, "1/2")], DPS))
+    # the same eigenvalues, n x n with D = Sigma in the middle: G_n = c G_p + (1 - c)/z
+    D = fp.deterministic("D", (p, p), spectrum={1: "1/2", 4: "1/2"})
+    X = fp.gaussian("X", (p, n))
+    companion = fp.eigenvalue_law(X.T @ D @ X / n, ratios={p: "1/2", n: 1})
+    with mpmath.workdps(DPS + 10):
+        zz = _mpc(complex(z))
+        assert _close(companion.cauchy(z, dps=DPS), g / 2 + (1 - mpmath.mpf(1) / 2) / zz)
+
+
+def test_sample_covariance_exact_moments(covariance):
+    c = sympy.Rational(1, 2)
+    tr = [sympy.Rational(1 + 4 ** k, 2) for k in range(4)]  # tr Sigma^k
+    expected = [tr[1], tr[2] + c * tr[1] ** 2, tr[3] + 3 * c * tr[1] * tr[2] + c ** 2 * tr[1] ** 3]
+    assert covariance.moments(3) == expected
+    assert covariance.atoms() == []
+
+
+def test_commuting_deterministic_matrices_are_diagonal_in_one_basis(dims):
+    """D1 D2 with cells in the order written equals one matrix with the products on the common cells."""
+    p, _ = dims
+    D1 = fp.deterministic("D1", (p, p), spectrum={1: "1/2", 2: "1/2"})
+    D2 = fp.deterministic("D2", (p, p), spectrum={10: "1/4", 20: "3/4"})
+    D3 = fp.deterministic("D3", (p, p), spectrum={10: "1/4", 20: "1/4", 40: "1/2"})
+    W = fp.wigner("W", p) / sympy.sqrt(p)
+    a = fp.eigenvalue_law(D1 @ D2 + W, ratios={p: 1})
+    b = fp.eigenvalue_law(D3 + W, ratios={p: 1})
+    assert a.moments(5) == b.moments(5)
+    assert _close(a.cauchy("20+1j", dps=DPS), b.cauchy("20+1j", dps=DPS))
+    # and D1 + D2 has the spectrum {11: 1/4, 21: 1/4, 22: 1/2} on the cells
+    alone = types.SimpleNamespace(expr=D1 + D2, law="eigenvalues", ratios={p: 1}, params={})  # no law: no randomness
+    sample = np.linalg.eigvalsh(sample_matrix(alone, 8))
+    assert sorted(sample) == [11.0, 11.0, 21.0, 21.0, 22.0, 22.0, 22.0, 22.0]
+
+
+def test_monte_carlo_samples_the_diagonal_with_multiplicities(covariance):
+    m = sample_matrix(covariance, 20, 0)  # p = 10: S = diag(1 x 5, 2 x 5)
+    S = [leaf for leaf in covariance.expr.leaves() if leaf.name == "S"][0]
+    from freeprob.montecarlo.sample import deterministic_diagonal
+    assert list(deterministic_diagonal(S, 10)) == [1.0] * 5 + [2.0] * 5
+    assert m.shape == (10, 10)
+
+
+def test_monte_carlo_check_of_d_plus_wigner(dims):
+    """D = +-2 (a gap between two bulks; the cusp of D = +-1 at 0 is beyond the distribution table)."""
+    p, _ = dims
+    D = fp.deterministic("D", (p, p), spectrum={-2: "1/2", 2: "1/2"})
+    law = fp.eigenvalue_law(D + fp.wigner("W", p) / sympy.sqrt(p), ratios={p: 1})
+    assert len(law.support()) == 2
+    rep = fp.check(law, n=600, reps=4, seed=3)
+    assert rep.passed, rep.text()
+
+
+MODEL = {
+    "name": "t", "law": "eigenvalues", "expression": "D + W / sqrt(p)",
+    "dimensions": {"p": 1},
+    "matrices": {"D": {"kind": "deterministic", "shape": ["p", "p"], "spectrum": {"1": "1/2", "-1": "1/2"}},
+                 "W": {"kind": "wigner", "shape": ["p", "p"]}},
+}
+
+
+def test_model_file_matches_the_api(bernoulli_plus_semicircle):
+    law = fp.law_of(parse_model(MODEL))
+    assert law.moments(6) == bernoulli_plus_semicircle.moments(6)
+    assert fp.law_of(fp.find_model("population-covariance")).moments(3) == [
+        sympy.Rational(5, 2), sympy.Rational(93, 8), sympy.Rational(2185, 32)]
+
+
+def _with(matrix, **changes):
+    import copy
+    data = copy.deepcopy(MODEL)
+    data["matrices"]["D"].update(changes)
+    for k, v in list(data["matrices"]["D"].items()):
+        if v is None:
+            del data["matrices"]["D"][k]
+    return data
+
+
+@pytest.mark.parametrize("changes, words", [
+    ({"spectrum": {"1": "1/2", "-1": "1/3"}}, "sum to 5/6"),
+    ({"spectrum": {"1": "1/2", "1.0": "1/2"}}, "same number"),
+    ({"spectrum": {"__import__('os')": "1"}}, "not allowed"),
+    ({"spectrum": {"1": "-1/2", "2": "3/2"}}, "positive"),
+    ({"spectrum": None}, "spectrum"),
+    ({"spectrum": "1"}, "table"),
+    ({"variance": "2"}, "not a variance"),
+    ({"profile": "Heaviside(r - 1/2)"}, "Gaussian matrices only"),
+])
+def test_model_file_errors(changes, words):
+    with pytest.raises(fp.FreeProbError) as info:
+        fp.law_of(parse_model(_with(MODEL, **changes)))
+    assert words in str(info.value)
+
+
+def test_api_errors(dims):
+    p, n = dims
+    with pytest.raises(fp.ShapeError):
+        fp.deterministic("D", (p, n), spectrum={1: 1})
+    with pytest.raises(fp.DomainError, match="sum to"):
+        fp.deterministic("D", (p, p), spectrum={1: 0.5})
+    with pytest.raises(fp.DomainError, match="map each value"):
+        fp.deterministic("D", (p, p), spectrum=[1, 2])
+    with pytest.raises(fp.DomainError, match="only for them"):
+        Matrix("X", (p, n), "gaussian", 1, ((1, 1),))
