@@ -235,3 +235,75 @@ def test_api_errors(dims):
         fp.deterministic("D", (p, p), spectrum=[1, 2])
     with pytest.raises(fp.DomainError, match="only for them"):
         Matrix("X", (p, n), "gaussian", 1, ((1, 1),))
+
+
+# -- variance profiles, piecewise constant on a grid ----------------------------------------------------------
+
+CHECKER = "1/2 + Heaviside(r - 1/2) + Heaviside(c - 1/2) - 2*Heaviside(r - 1/2)*Heaviside(c - 1/2)"
+
+
+def test_profile_with_constant_row_and_column_means_is_marchenko_pastur(dims):
+    """Variances 1/2 on the diagonal blocks and 3/2 off them: every row and column has mean variance 1,
+    so the vector Dyson equation has a constant solution and T T^T/n is the square Marchenko-Pastur law
+    (Catalan moments, support [0, 4])."""
+    _, n = dims
+    T = fp.gaussian("T", (n, n), profile=CHECKER)
+    law = fp.eigenvalue_law(T @ T.T / n, ratios={n: 1})
+    assert law.moments(6) == [sympy.catalan(k) for k in range(1, 7)]
+    with mpmath.workdps(40):
+        z = mpmath.mpc("1.3", "0.2")
+        mp = (z - mpmath.sqrt(z) * mpmath.sqrt(z - 4)) / (2 * z)  # G of the square Marchenko-Pastur law
+        assert _close(law.cauchy("1.3+0.2j", dps=DPS), mp)
+    sv = fp.singular_value_law(T / sympy.sqrt(n), ratios={n: 1})
+    assert sv.moments(4) == [sympy.catalan(k) for k in range(1, 5)]
+
+
+def test_profile_with_empty_columns_is_a_smaller_gaussian(dims):
+    """Variance 2 on half of the columns, 0 on the others: T T^T/n = X' X'^T/(n/2), Marchenko-Pastur of ratio 2p/n."""
+    p, n = dims
+    T = fp.gaussian("T", (p, n), profile="2*Heaviside(c - 1/2)")
+    law = fp.eigenvalue_law(T @ T.T / n, ratios={p: "1/2", n: 1})
+    lam = 1  # 2 p / n
+    assert law.moments(5) == [sum(sympy.binomial(k, j) * sympy.binomial(k, j - 1) / k * lam ** (j - 1)
+                                  for j in range(1, k + 1)) for k in range(1, 6)]
+
+
+def test_row_profile_equals_population_covariance(dims, covariance):
+    """Row variances 1 and 4 on the two halves of p: the same matrix in law as S X with S^2 = diag(1, 4)."""
+    p, n = dims
+    T = fp.gaussian("T", (p, n), profile="1 + 3*Heaviside(r - 1/2)")
+    law = fp.eigenvalue_law(T @ T.T / n, ratios={p: "1/2", n: 1})
+    assert law.moments(5) == covariance.moments(5)
+    assert _close(law.cauchy("2+0.3j", dps=DPS), covariance.cauchy("2+0.3j", dps=DPS))
+
+
+def test_block_profile_against_monte_carlo(dims):
+    """A profile with cuts at 1/3 (columns) and 1/2 (rows) on one square dimension (the cuts are merged)."""
+    _, n = dims
+    T = fp.gaussian("T", (n, n), profile="1 + 3*Heaviside(r - 1/2)*Heaviside(c - 1/3)")
+    law = fp.eigenvalue_law(T @ T.T / n, ratios={n: 1})
+    assert law.reduction.parts.edges[n] == (0, sympy.Rational(1, 3), sympy.Rational(1, 2), 1)
+    rep = fp.check(law, n=600, reps=4, seed=5)
+    assert rep.passed, rep.text()
+
+
+def test_profile_model_file():
+    data = {"name": "t", "law": "eigenvalues", "expression": "T @ T.T / n", "dimensions": {"n": 1},
+            "matrices": {"T": {"kind": "gaussian", "shape": ["n", "n"], "profile": CHECKER}}}
+    assert fp.law_of(parse_model(data)).moments(3) == [1, 2, 5]
+
+
+@pytest.mark.parametrize("profile, words", [
+    ("Heaviside(c - r)", "depends on both r and c"),
+    ("1 + r", "not piecewise constant"),
+    ("Heaviside(c**2 - 1/4)", "no single breakpoint"),
+    ("Heaviside(c - 1/2) - 1", "non-negative"),
+    ("0*r", "vanishes everywhere"),
+    ("exec('1')", "not allowed"),
+    ("1 + q", "q"),
+])
+def test_profile_errors(dims, profile, words):
+    p, n = dims
+    with pytest.raises(fp.DomainError) as info:
+        fp.gaussian("T", (p, n), profile=profile)
+    assert words in str(info.value)
