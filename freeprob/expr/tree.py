@@ -25,6 +25,7 @@ import sympy
 
 from .._errors import DomainError, NotSelfAdjointError, ShapeError
 from .._numbers import read_scalar
+from .profiles import profile_grid, read_profile, read_spectrum
 
 __all__ = [
     "LAWS",
@@ -265,7 +266,6 @@ class Matrix(Expr):
             raise DomainError(f"matrix {self.name}: a spectrum is given for deterministic matrices, and only for them "
                               f"(kind {self.kind!r})")
         if self.spectrum is not None:
-            from .profiles import read_spectrum
             spectrum = read_spectrum(self.spectrum, f"matrix {self.name}")
             object.__setattr__(self, "spectrum", spectrum)
             # the variance of a deterministic matrix is unused by the engine; it is set so that the
@@ -276,7 +276,6 @@ class Matrix(Expr):
             if self.kind != "gaussian":
                 raise DomainError(f"matrix {self.name}: a variance profile is given for Gaussian matrices only "
                                   f"(kind {self.kind!r})")
-            from .profiles import profile_grid, read_profile
             profile = read_profile(self.profile, f"matrix {self.name}")
             _, _, table = profile_grid(profile, f"matrix {self.name}")
             top = sympy.Max(*[v for row in table for v in row])

@@ -25,6 +25,7 @@ import sympy
 from .._errors import DomainError
 from ..expr.entrywise import Entrywise
 from ..expr.kernel import Kernel
+from ..expr.profiles import C, R
 from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose
 
 __all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "deterministic_diagonal", "entrywise_function", "generator",
@@ -250,7 +251,6 @@ def deterministic_diagonal(node, size):
 
 def profile_values(node, rows, cols):
     """The profile of a Gaussian at the midpoints ``((i + 1/2)/rows, (j + 1/2)/cols)`` (a ``rows x cols`` array)."""
-    from ..expr.profiles import C, R
     f = sympy.lambdify((R, C), node.profile, modules=[{"Heaviside": lambda x, h0=0.5: np.heaviside(x, h0)}, "numpy"])
     r = ((np.arange(rows) + 0.5) / rows)[:, None]
     c = ((np.arange(cols) + 0.5) / cols)[None, :]

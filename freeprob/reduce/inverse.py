@@ -26,6 +26,7 @@ lets a law through that they do not cover.
 import sympy
 
 from .._errors import DomainError
+from .blocks import profile_max
 from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose, expand, transpose_word
 from .scaling import normalize
 
@@ -52,7 +53,6 @@ def norm_bound(node, norm):
             return sympy.Max(*[sympy.Abs(a) for a, _ in node.spectrum])
         s = norm.leaf_scale[node]
         if node.profile is not None:  # the largest variance of the profile bounds the norm
-            from .blocks import profile_max
             s = s * sympy.sqrt(profile_max(node))
         if node.kind == "wigner":
             return 2 * s * sympy.sqrt(a)
