@@ -15,12 +15,16 @@ reads and checks them (exactly, never evaluating a user string); the reduction
 ((0, 1), (0, 1/3, 1), ((1, 3),))
 """
 
+from dataclasses import dataclass
+
+import numpy as np
 import sympy
 
 from .._errors import DomainError
 from .._numbers import parse_scalar, read_number
 
-__all__ = ["R", "C", "read_spectrum", "read_profile", "profile_grid", "cell_edges"]
+__all__ = ["R", "C", "ProfileTable", "cell_edges", "is_piecewise_constant", "profile_grid", "read_profile",
+           "read_spectrum", "scale_profile", "uniform_table"]
 
 #: The profile's variables: ``r = i/rows`` and ``c = j/cols``.
 R = sympy.Symbol("r", real=True)
@@ -28,6 +32,58 @@ C = sympy.Symbol("c", real=True)
 
 #: At most this many atoms (each is one part of the dimension, hence rows of the Dyson system).
 MAX_ATOMS = 64
+
+
+@dataclass(frozen=True)
+class ProfileTable:
+    """A variance profile given by its cells: ``table[k][l]`` on ``[r_edges[k], r_edges[k+1]) x [c_edges[l], c_edges[l+1])``."""
+
+    r_edges: tuple
+    c_edges: tuple
+    table: tuple
+
+    def __str__(self):
+        return f"table({len(self.r_edges) - 1}x{len(self.c_edges) - 1} cells)"
+
+    def at(self, r, c):
+        """Values at arrays of points (numpy), cell by cell."""
+        rk = np.clip(np.searchsorted([float(e) for e in self.r_edges], r, side="right") - 1, 0, len(self.table) - 1)
+        cl = np.clip(np.searchsorted([float(e) for e in self.c_edges], c, side="right") - 1, 0,
+                     len(self.table[0]) - 1)
+        values = np.array([[float(v) for v in row] for row in self.table])
+        return values[rk, cl]
+
+
+def scale_profile(profile, factor):
+    """``factor * profile`` (a formula or a :class:`ProfileTable`), exact."""
+    if isinstance(profile, ProfileTable):
+        return ProfileTable(profile.r_edges, profile.c_edges,
+                            tuple(tuple(factor * v for v in row) for row in profile.table))
+    return sympy.nsimplify(profile * factor)
+
+
+def uniform_table(profile, cells, what="profile"):
+    """The profile sampled at the midpoints of a uniform grid of ``cells x cells`` cells (exact values).
+
+    ``Heaviside(0)`` is ``1/2``, so a jump along a diagonal of the grid (``Heaviside(c - r)``) gets its
+    cell average on the diagonal cells. The discretization error is that of the midpoint rule: second
+    order in ``1/cells`` where the profile is smooth.
+    """
+    if isinstance(cells, bool) or not isinstance(cells, int) or cells < 1:
+        raise DomainError(f"{what}: the number of cells must be a positive integer, got {cells!r}")
+    edges = tuple(sympy.Rational(k, cells) for k in range(cells + 1))
+    table = []
+    for k in range(cells):
+        row = []
+        for l in range(cells):
+            v = sympy.nsimplify(profile.subs({R: sympy.Rational(2 * k + 1, 2 * cells),
+                                              C: sympy.Rational(2 * l + 1, 2 * cells)}))
+            if not v.is_number or v.is_extended_real is not True or v.is_negative:
+                raise DomainError(f"{what}: the profile {profile} is {v} at a cell midpoint; it must be a "
+                                  f"non-negative real number")
+            row.append(v)
+        table.append(tuple(row))
+    return ProfileTable(edges, edges, tuple(table))
 
 
 def read_spectrum(spectrum, what):
@@ -70,6 +126,8 @@ def read_profile(profile, what):
     ``c`` (``Heaviside`` is among its functions); a sympy expression may use
     symbols named ``r`` and ``c``.
     """
+    if isinstance(profile, ProfileTable):
+        return profile
     if isinstance(profile, str):
         expr = parse_scalar(profile, {"r": R, "c": C}, what=f"{what}: profile")
     elif isinstance(profile, sympy.Basic) and not isinstance(profile, sympy.MatrixBase):
@@ -97,8 +155,8 @@ def _breakpoint(arg, what, profile):
         return None
     if len(free) == 2:
         raise DomainError(f"{what}: the profile {profile} is not piecewise constant on a grid: "
-                          f"Heaviside({arg}) depends on both r and c (a continuous profile needs a discretization; "
-                          f"see docs/blocks.md)")
+                          f"Heaviside({arg}) depends on both r and c (a continuous profile needs a discretization: "
+                          f"freeprob.reduce.blocks.discretize, docs/blocks.md)")
     v = next(iter(free))
     poly = sympy.Poly(arg, v)
     if poly.degree() != 1:
@@ -112,15 +170,8 @@ def _breakpoint(arg, what, profile):
     return v, point
 
 
-def profile_grid(profile, what="profile"):
-    """``(r_edges, c_edges, table)`` of a profile constant on a grid of cells.
-
-    The breakpoints are those of the ``Heaviside`` factors, each of the form
-    ``Heaviside(alpha (r - r0))`` or ``Heaviside(alpha (c - c0))``; outside
-    them the profile must not depend on ``r`` or ``c``. ``table[k][l]`` is
-    the (exact, non-negative) value on the cell ``k`` of rows and ``l`` of
-    columns. Raises :class:`~freeprob.DomainError` otherwise.
-    """
+def _cuts(profile, what):
+    """The breakpoints ``{R: {...}, C: {...}}`` of a piecewise-constant profile (DomainError otherwise)."""
     cuts = {R: {sympy.Integer(0), sympy.Integer(1)}, C: {sympy.Integer(0), sympy.Integer(1)}}
     heavisides = list(profile.atoms(sympy.Heaviside))
     dummies = sympy.symbols(f"h0:{len(heavisides)}")
@@ -132,6 +183,32 @@ def profile_grid(profile, what="profile"):
     if rest.free_symbols & {R, C}:
         raise DomainError(f"{what}: the profile {profile} is not piecewise constant (it depends on r or c outside "
                           f"Heaviside factors); a continuous profile needs a discretization (docs/blocks.md)")
+    return cuts
+
+
+def is_piecewise_constant(profile):
+    """Whether ``profile`` is constant on a grid of cells (a table, or Heaviside breakpoints in r or c alone)."""
+    if isinstance(profile, ProfileTable):
+        return True
+    try:
+        _cuts(profile, "profile")
+    except DomainError:
+        return False
+    return True
+
+
+def profile_grid(profile, what="profile"):
+    """``(r_edges, c_edges, table)`` of a profile constant on a grid of cells.
+
+    The breakpoints are those of the ``Heaviside`` factors, each of the form
+    ``Heaviside(alpha (r - r0))`` or ``Heaviside(alpha (c - c0))``; outside
+    them the profile must not depend on ``r`` or ``c``. ``table[k][l]`` is
+    the (exact, non-negative) value on the cell ``k`` of rows and ``l`` of
+    columns. Raises :class:`~freeprob.DomainError` otherwise.
+    """
+    if isinstance(profile, ProfileTable):
+        return profile.r_edges, profile.c_edges, profile.table
+    cuts = _cuts(profile, what)
     r_edges, c_edges = tuple(sorted(cuts[R])), tuple(sorted(cuts[C]))
     table = []
     for k in range(len(r_edges) - 1):

@@ -25,7 +25,7 @@ import sympy
 
 from .._errors import DomainError, NotSelfAdjointError, ShapeError
 from .._numbers import read_scalar
-from .profiles import profile_grid, read_profile, read_spectrum
+from .profiles import is_piecewise_constant, profile_grid, read_profile, read_spectrum, scale_profile
 
 __all__ = [
     "LAWS",
@@ -277,12 +277,14 @@ class Matrix(Expr):
                 raise DomainError(f"matrix {self.name}: a variance profile is given for Gaussian matrices only "
                                   f"(kind {self.kind!r})")
             profile = read_profile(self.profile, f"matrix {self.name}")
-            _, _, table = profile_grid(profile, f"matrix {self.name}")
-            top = sympy.Max(*[v for row in table for v in row])
-            # stored with maximum 1, its maximum moved into the variance: the same entry variances, and
-            # every norm bound made from the variance stays a bound
-            object.__setattr__(self, "profile", sympy.nsimplify(profile / top) if top != 1 else profile)
-            object.__setattr__(self, "variance", var * top)
+            object.__setattr__(self, "profile", profile)
+            if is_piecewise_constant(profile):  # a continuous one is discretized before any law (docs/blocks.md)
+                _, _, table = profile_grid(profile, f"matrix {self.name}")
+                top = sympy.Max(*[v for row in table for v in row])
+                # stored with maximum 1, its maximum moved into the variance: the same entry variances, and
+                # every norm bound made from the variance stays a bound
+                object.__setattr__(self, "profile", scale_profile(profile, 1 / top) if top != 1 else profile)
+                object.__setattr__(self, "variance", var * top)
 
     def children(self):
         return ()

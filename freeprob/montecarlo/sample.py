@@ -25,7 +25,7 @@ import sympy
 from .._errors import DomainError
 from ..expr.entrywise import Entrywise
 from ..expr.kernel import Kernel
-from ..expr.profiles import C, R
+from ..expr.profiles import C, ProfileTable, R
 from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose
 
 __all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "deterministic_diagonal", "entrywise_function", "generator",
@@ -251,9 +251,12 @@ def deterministic_diagonal(node, size):
 
 def profile_values(node, rows, cols):
     """The profile of a Gaussian at the midpoints ``((i + 1/2)/rows, (j + 1/2)/cols)`` (a ``rows x cols`` array)."""
-    f = sympy.lambdify((R, C), node.profile, modules=[{"Heaviside": lambda x, h0=0.5: np.heaviside(x, h0)}, "numpy"])
     r = ((np.arange(rows) + 0.5) / rows)[:, None]
     c = ((np.arange(cols) + 0.5) / cols)[None, :]
+    if isinstance(node.profile, ProfileTable):
+        f = node.profile.at
+    else:
+        f = sympy.lambdify((R, C), node.profile, modules=[{"Heaviside": lambda x, h0=0.5: np.heaviside(x, h0)}, "numpy"])
     out = np.broadcast_to(np.asarray(f(r, c), dtype=float), (rows, cols))
     if np.any(out < 0):
         raise DomainError(f"the profile {node.profile} of {node.name} is negative at some entries")

@@ -30,11 +30,13 @@ from dataclasses import dataclass
 import sympy
 
 from .._errors import DomainError
-from ..expr.profiles import cell_edges, profile_grid
-from ..expr.tree import leaves
+from ..expr.profiles import cell_edges, is_piecewise_constant, profile_grid, uniform_table
+from ..expr.entrywise import Entrywise
+from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose, leaves
 from .pencil import SelfAdjointPencil
 
-__all__ = ["Block", "Parts", "has_blocks", "dimension_parts", "refine", "profile_max"]
+__all__ = ["Block", "Parts", "check_blocks", "has_blocks", "dimension_parts", "refine", "profile_max", "discretize",
+           "has_continuous_profile", "extrapolate"]
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,27 @@ class Parts:
 def has_blocks(expr):
     """Whether ``expr`` has a deterministic matrix or a variance profile (and needs :func:`refine`)."""
     return any(leaf.kind == "deterministic" or getattr(leaf, "profile", None) is not None for leaf in leaves(expr))
+
+
+def check_blocks(expr):
+    """Refuse what the splitting cannot solve: a continuous profile, a profiled Gaussian inside an entrywise function.
+
+    Raises :class:`~freeprob.DomainError` naming the matrix.
+    """
+    for leaf in leaves(expr):
+        if leaf.kind == "gaussian" and leaf.profile is not None and not is_piecewise_constant(leaf.profile):
+            raise DomainError(f"matrix {leaf.name}: the profile {leaf.profile} is not piecewise constant on a grid; "
+                              f"its law is the limit of discretized ones: freeprob.reduce.blocks.discretize(expr, "
+                              f"cells) for several cell counts, then extrapolate (docs/blocks.md)")
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children() + node.real_children())
+        if isinstance(node, Entrywise):
+            bad = [leaf.name for leaf in leaves(node.argument) if leaf.profile is not None]
+            if bad:
+                raise DomainError(f"{node}: the entrywise function's argument has the profiled matrix {bad[0]}; "
+                                  f"its Gaussian equivalent assumes identically distributed entries")
 
 
 def _grid(leaf):
@@ -224,3 +247,86 @@ def refine(pencil, expr, pair_of):
             pairs[new] = index[(q, k)]
     refined = SelfAdjointPencil(tuple(spaces), n_u, tuple((i, j, c) for (i, j), c in const.items()), tuple(rand))
     return Parts(refined, ratios, parents, pairs, edges)
+
+
+# -- continuous profiles: discretization and extrapolation ------------------------------------------------------
+
+
+def has_continuous_profile(expr):
+    """Whether a Gaussian of ``expr`` has a profile that is not piecewise constant on a grid."""
+    return any(leaf.kind == "gaussian" and leaf.profile is not None and not is_piecewise_constant(leaf.profile)
+               for leaf in leaves(expr))
+
+
+def discretize(expr, cells):
+    """``expr`` with every continuous profile replaced by its values at the midpoints of ``cells x cells`` cells.
+
+    The discretized Gaussian keeps its name, shape and variance; its profile
+    becomes a :class:`~freeprob.expr.profiles.ProfileTable` (exact values,
+    ``Heaviside(0) = 1/2``), which the splitting solves exactly. The law of
+    the discretized expression differs from the limit by the discretization
+    error; :func:`extrapolate` removes it from a sequence of cell counts.
+    """
+    cache = {}
+
+    def rebuild(node):
+        if node in cache:
+            return cache[node]
+        if isinstance(node, Matrix):
+            out = node
+            if node.kind == "gaussian" and node.profile is not None and not is_piecewise_constant(node.profile):
+                table = uniform_table(node.profile, cells, f"matrix {node.name}")
+                out = Matrix(node.name, node.shape, "gaussian", node.variance, None, table)
+        elif isinstance(node, Scaled):
+            out = Scaled.of(node.coeff, rebuild(node.arg))
+        elif isinstance(node, Transpose):
+            out = Transpose.of(rebuild(node.arg))
+        elif isinstance(node, Inverse):
+            out = Inverse(rebuild(node.arg))
+        elif type(node) is Sum:
+            terms = [rebuild(t) for t in node.terms]
+            out = terms[0]
+            for t in terms[1:]:
+                out = Sum.of(out, t)
+        elif isinstance(node, Product):
+            factors = [rebuild(f) for f in node.factors]
+            out = factors[0]
+            for f in factors[1:]:
+                out = Product.of(out, f)
+        else:
+            raise DomainError(f"discretize: {node} ({type(node).__name__}) is not supported with a continuous "
+                              f"profile; only sums, products, scalings, transposes and inverses are")
+        cache[node] = out
+        return out
+
+    return rebuild(expr)
+
+
+def extrapolate(values, variable=lambda m: sympy.Rational(1, m)):
+    """Exact polynomial extrapolation to ``1/cells = 0`` of ``{cells: value}`` (rationals), with its check.
+
+    The values at ``m`` cells are interpolated by the polynomial in
+    ``h = variable(m)`` through all points but the last, and through all
+    points but the first; returns ``(limit, difference)`` where ``limit`` is
+    the value at ``h = 0`` through all points and ``difference`` the spread
+    of the two one-point-shorter extrapolations (0 when the sequence is a
+    polynomial in ``h`` of degree below ``len(values) - 1``: the limit is
+    then exact under that hypothesis, verified on one extra point).
+    """
+    ms = sorted(values)
+    if len(ms) < 3:
+        raise DomainError(f"extrapolate: at least three cell counts are needed, got {ms}")
+
+    def at_zero(sub):
+        hs = [variable(m) for m in sub]
+        total = 0
+        for i, m in enumerate(sub):
+            w = sympy.Integer(1)
+            for j in range(len(sub)):
+                if j != i:
+                    w *= (0 - hs[j]) / (hs[i] - hs[j])
+            total += w * values[m]
+        return sympy.nsimplify(sympy.simplify(total))
+
+    a, b, full = at_zero(ms[:-1]), at_zero(ms[1:]), at_zero(ms)
+    return full, abs(a - b)

@@ -9,7 +9,7 @@ covariance map and the reduced Dyson system. Numbers enter later, in
 
 import sympy
 
-from .blocks import has_blocks, refine
+from .blocks import check_blocks, has_blocks, refine
 from .dyson import dyson_system
 from .exchange import canonical_groups, head_structure, witness_expression
 from .._errors import DomainError, NotSelfAdjointError
@@ -90,6 +90,8 @@ class Reduction:
         self.kind = kind
         self.dimensions = tuple(dimensions)
         self.equivalence = equivalence_report(expr)
+        if has_blocks(expr):
+            check_blocks(expr)
         if kind == "eigenvalues":
             check_symmetric(expr)
         self.structure = None
