@@ -322,9 +322,14 @@ def parse_scalar(text, names=None, *, what="value", new_symbols=False, complex_v
 
 
 def _from_mpf(v):
-    """Exact value of a finite mpmath real (its binary mantissa and exponent)."""
-    man, exp = v.man, v.exp
-    return sympy.Integer(int(man)) * sympy.Integer(2) ** int(exp)
+    """Exact value of a finite mpmath real: ``(-1)^sign man 2^exp`` from its raw tuple.
+
+    (``mpf.man`` is the unsigned mantissa: reading it alone turned every
+    negative mpmath number into its absolute value.)
+    """
+    sign, man, exp, _ = v._mpf_
+    out = sympy.Integer(int(man)) * sympy.Integer(2) ** int(exp)
+    return -out if sign else out
 
 
 def _exact(value, what, real):

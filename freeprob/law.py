@@ -30,12 +30,14 @@ from .scalar.closedform import (
     polynomial_support,
 )
 from .solve.cdf import tabulate
+from .solve.contour import contour_moments
 from .solve.edges import atom_at, hard_edge_at, support_by_density, support_by_folds
 from .solve.newton import solve_fast, solve_point
 from .solve.numeric import NumericSystems
 from .solve.series import series_coefficients, series_moments, system_domain
+from .units import InUnits, divided_expression, unit_for
 
-__all__ = ["MAX_GRID", "MAX_MOMENTS", "POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "norm_bound", "rank_bound",
+__all__ = ["MAX_GRID", "MAX_MOMENTS", "MAX_UNKNOWNS", "POLYNOMIAL_MAX_UNKNOWNS", "SpectralLaw", "eigenvalue_law", "law_of", "norm_bound", "rank_bound",
            "singular_value_law"]
 
 
@@ -48,6 +50,14 @@ MAX_GRID = 100000
 #: 0.1-1.6 s; the 20-unknown two-head attention system had not finished after
 #: 260 s. An explicit ``method="polynomial"`` still tries, within its budget.
 POLYNOMIAL_MAX_UNKNOWNS = 16
+
+#: Largest reduced Dyson system a law solves: a Newton step costs ``n^3``
+#: operations and a batch of points ``16 n^2`` bytes each (a product of 20
+#: Wigner matrices, 820 unknowns, took 63 s for one density value; a product of
+#: 201, 81003 unknowns, asked for 195 GiB).
+MAX_UNKNOWNS = 1024
+#: Memory of the Jacobians of one batch of double-precision points.
+BATCH_BYTES = 2 ** 28
 
 _METHODS = (None, "dyson", "polynomial")
 
@@ -274,9 +284,17 @@ class SpectralLaw:
         init(self, "params", MappingProxyType(exact_params))
         init(self, "dimensions", dimensions)
         init(self, "_cache", _Cache())
+        init(self, "_symmetry", symmetry)
         # the symbolic reduction runs now, so that bad input (shapes, scaling,
         # symmetry) is reported when the law is made, not at its first use
         init(self, "reduction", Reduction(expr, law, dimensions, symmetry=symmetry))
+        unknowns = self.reduction.system.n_unknowns
+        if unknowns > MAX_UNKNOWNS:
+            raise DomainError(
+                f"{self.name}: its reduced Dyson system has {unknowns} unknowns, more than the {MAX_UNKNOWNS} a law "
+                f"solves (a Newton step costs n^3 operations, a point 16 n^2 bytes). Write exchangeable terms as a "
+                f"sum over an index (sum(h, 1, H, ...)) so that the symmetry quotient applies, or solve a smaller "
+                f"expression")
 
     def __setattr__(self, name, value):
         raise AttributeError(f"a SpectralLaw is immutable (cannot set {name!r}); make a new law instead")
@@ -353,6 +371,8 @@ class SpectralLaw:
             raise DomainError(f"points must be a scalar or a 1-d array, got an array of shape {z.shape}")
         if z.size == 0:
             return np.zeros(0, dtype=complex)
+        if self._units:
+            return self._units.cauchy_fast(z)
         flip = z.imag < 0
         w = np.where(flip, np.conj(z), z)
         zs = self._to_system_z(w)
@@ -367,7 +387,12 @@ class SpectralLaw:
         zs = np.where(near, zs.real + 0j, np.where(zero, 1j, zs))
         fast = self.fast  # first: a parameter without a value is reported here, by name
         radius = self.scale if self.law == "eigenvalues" else float(np.sqrt(self.scale))
-        _, outs, conv, res = solve_fast(fast, zs, raise_on_failure=False, radius=radius)
+        # a batch holds a dense Jacobian per point: batches are cut to BATCH_BYTES of them
+        size = max(1, BATCH_BYTES // (16 * self.system.n_unknowns ** 2))
+        pieces = [solve_fast(fast, zs[i:i + size], raise_on_failure=False, radius=radius)
+                  for i in range(0, zs.size, size)]
+        outs = np.concatenate([piece[1] for piece in pieces])
+        conv = np.concatenate([piece[2] for piece in pieces])
         g = self._from_outputs(zs, outs)
         conv &= ~zero
         g = np.where(conv, g, complex(np.nan, np.nan))  # NaN in both parts: an unverified density is NaN, not 0
@@ -385,6 +410,8 @@ class SpectralLaw:
             x = np.atleast_1d(np.asarray(x, dtype=float))
         except (TypeError, ValueError):
             raise DomainError(f"points must be real numbers (a scalar or a 1-d array), got {x!r}") from None
+        if self._units:
+            return self._units.density_fast(x)
         g = self.cauchy_fast(x.astype(complex))
         d = -g.imag / np.pi
         if self.law == "squared-singular-values":
@@ -426,6 +453,9 @@ class SpectralLaw:
         ConvergenceError
             When the value cannot be verified to ``dps`` digits.
         """
+        if self._units:
+            self._route(method)
+            return self._units.cauchy(z, dps, method)
         if self._route(method) == "polynomial":
             with shared_precision():
                 return polynomial_cauchy(self.closed_form_data, z, dps=_dps_or_default(dps))
@@ -450,6 +480,9 @@ class SpectralLaw:
         ``max(1, |G|)``); a value below that is returned as exactly 0.
         ``method`` as in :meth:`cauchy`.
         """
+        if self._units:
+            self._route(method)
+            return self._units.density(x, dps, method)
         if self._route(method) == "polynomial":
             with shared_precision():
                 return polynomial_density(self.closed_form_data, x, dps=_dps_or_default(dps))
@@ -464,6 +497,8 @@ class SpectralLaw:
 
         Each is the value :meth:`density` and :meth:`cauchy` give at ``dps`` digits.
         """
+        if self._units:
+            return self._units.density_and_cauchy(x, dps)
         return self._density_point(x, dps, cauchy=True)
 
     def _density_point(self, x, dps, cauchy):
@@ -487,14 +522,23 @@ class SpectralLaw:
         Exact sympy numbers when every coefficient is algebraic (and ``dps`` is
         None) and the expression has no inverse; otherwise mpf values correct
         to ``10^-dps`` (default 15), checked by a second computation with 10
-        more digits.
+        more digits. When the series does not start (an inverse whose
+        argument has no identity part, as ``inv(X^T X / n)``), the moments come
+        from ``G`` on a circle around the support
+        (:func:`~freeprob.solve.contour.contour_moments`), to the same digits.
         """
         k = _count(k, "the number of moments", 0, MAX_MOMENTS)
         if dps is not None:
             dps = check_dps(dps)
         elif not self.system.exact_series:  # an inverse: algebraic moments, from the numeric series
             dps = 15
-        return series_moments(self.numeric_system, k, 1 if self.law == "eigenvalues" else 2, dps)
+        try:
+            return series_moments(self.numeric_system, k, 1 if self.law == "eigenvalues" else 2, dps)
+        except ZeroDivisionError:
+            # the series at infinity does not start (inv(X^T X/n): the leading coefficient is singular):
+            # the moments from G on a circle around the support, to the same digits
+            return self._cache.get(("contour-moments", k, dps), lambda: contour_moments(
+                lambda z, d: self.cauchy(z, dps=d), k, dps or 15, self.scale, self.name))
 
     def _moments_float(self, k):
         try:
@@ -589,17 +633,18 @@ class SpectralLaw:
         """
         dps = _dps_or_default(dps)
         grid = _count(grid, "grid", 16, MAX_GRID)
+        self._route(method, auto=True)
         self.scale  # a scale that overflows double precision is refused before either route
+        if self._units:
+            return self._units.support(dps, grid, method)
         out = self._closed_or_dyson(
             method,
             lambda data: polynomial_support(data, dps),
             lambda: list(self._cache.get(("support", dps, grid), lambda: tuple(self._support_dyson(dps, grid)))),
         )
         if not out:
-            why = (f"; its scale bound {self.scale:.3g} overflows double precision in the solver: rescale the model"
-                   if self.scale > 1e15 else "")
             raise ConvergenceError(f"no support interval of {self.name} could be verified (an empty support is "
-                                   f"never right for a random matrix model){why}")
+                                   f"never right for a random matrix model)")
         return out
 
     def _support_dyson(self, dps, grid):
@@ -608,25 +653,40 @@ class SpectralLaw:
         out = support_by_folds(self._numerics, self.density_fast, self.law, range_, grid, dps, self.name,
                                hard_edge=lambda x0: self._at_zero(dps, hard_edge=True))
         if not out:
-            why = (f"the law's scale (a bound {s:.3g} of its support) overflows double precision: its density, "
-                   f"about 1/{s:.3g}, is below what the double-precision scan resolves; rescale the model, or ask "
-                   f"for values at given points with dps=..." if s > 1e12 else
-                   f"no positive density of {self.name} found on [{range_[0]:.6g}, {range_[1]:.6g}]")
-            raise ConvergenceError(why)
+            raise ConvergenceError(f"no positive density of {self.name} found on [{range_[0]:.6g}, {range_[1]:.6g}]")
         return out
 
     # -- structure --------------------------------------------------------------
+    def _scale_bound(self):
+        """:func:`norm_bound` of the expression, squared for squared singular values (float, may be inf)."""
+        self.numeric_system  # a parameter without a value is reported here, by name
+        b = norm_bound(self.expr, self.values())
+        return b if self.law == "eigenvalues" else b * b
+
+    @property
+    def _units(self):
+        """None, or the :class:`~freeprob.units.InUnits` that answers numeric questions when the
+        scale is far from one (:func:`~freeprob.units.unit_for`): the law of the expression divided
+        by a power of two, converted back exactly."""
+        def build():
+            e = unit_for(self._scale_bound(), self.law)
+            if e == 0:
+                return None
+            divided = divided_expression(self.expr, self.values(), e)
+            inner = SpectralLaw(divided, self.law, self.ratios, self.params, self.name, symmetry=self._symmetry)
+            return InUnits(inner, e)
+        return self._cache.get("units", build)
+
     @property
     def scale(self):
         """A bound (float) of ``|x|`` on the support, from the norms of the leaves
         (:func:`norm_bound`; squared for squared singular values)."""
         def build():
-            b = norm_bound(self.expr, self.values())
-            out = b if self.law == "eigenvalues" else b * b
-            if not np.isfinite(out) or out > 1e150:
+            out = self._scale_bound()
+            if not (np.isfinite(out) and 1e-300 < out < 1e300):
                 raise ConvergenceError(
-                    f"the law's scale (a bound {out:.3g} of its support) overflows double precision: rescale the "
-                    f"model, or ask for values at given points with dps=...")
+                    f"the law's scale (a bound {out:.3g} of its support) is beyond the range of double precision, "
+                    f"in which the law is solved in units of its scale: rescale the model")
             return out
         return self._cache.get("scale", build)
 
@@ -670,6 +730,8 @@ class SpectralLaw:
         -------
         list of (float, float)
         """
+        if self._units:
+            return self._units.support_fast(grid, rel)
         key = ("support-fast", grid, rel)
         return list(self._cache.get(key, lambda: support_by_density(self.density_fast, self.law, grid, rel, self.name)))
 
@@ -690,6 +752,9 @@ class SpectralLaw:
         dps = _dps_or_default(dps)
         if isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__iter__"):
             raise DomainError(f"candidates must be a sequence of points (default (0,)), got {candidates!r}")
+        if self._units:
+            self._route(method, auto=True)
+            return self._units.atoms(dps, candidates, method)
 
         def closed(data):
             ctx = context(dps + guard_digits(dps))
@@ -721,6 +786,8 @@ class SpectralLaw:
         """
         nodes = _count(nodes, "nodes", 16, MAX_GRID)
         grid = _count(grid, "grid", 16, MAX_GRID)
+        if self._units:
+            return self._units.cdf_function(nodes, atoms, grid)
         if atoms is None:
             try:
                 atoms = self.atoms()

@@ -7,8 +7,8 @@ that are not finite reals, empty and huge requests, text, TOML values of
 every type); each class of the issue has targeted cases too. Every call runs
 under a time limit, so a hang fails the test instead of stalling the suite.
 
-Defects found in the solver layers and not fixed here are the ``xfail``
-tests at the end (strict: each must keep failing until it is fixed).
+The tests at the end were written for defects of the solver layers, as
+strict expected failures, and kept as ordinary tests once fixed.
 """
 
 import contextlib
@@ -320,7 +320,7 @@ def test_random_ratios_and_scales(ratio, scale):
             assert "scaling" in str(exc), exc
 
 
-#: Points of any size up to 1e150 (larger ones: see the xfail below).
+#: Points of any size up to 1e150 (larger ones: test_cauchy_far_away).
 POINTS = st.one_of(NUMBER_TEXT, st.floats(-1e150, 1e150), st.floats(allow_nan=True, allow_infinity=True).filter(
     lambda v: not abs(v) < float("inf") or abs(v) < 1e150), st.complex_numbers(max_magnitude=1e150),
     st.sampled_from([None, True, np.array([1.0, 2.0]), sympy.nan, sympy.zoo, sympy.I, sympy.Symbol("t")]))
@@ -396,13 +396,7 @@ def test_nested_exponentials_are_refused_before_integration():
     assert str(fp.gaussian_equivalent("exp(beta*x - beta**2/2)").mu1) == "beta"
 
 
-# -- defects in the solver layers (law.py, solve/, scalar/), not fixed here ------------------------
-#
-# Each test states what should happen; each fails today (xfail, strict), with the reason.
-
-def xfail(reason):
-    return pytest.mark.xfail(strict=True, reason=reason)
-
+# -- defects found in the solver layers (law.py, solve/, scalar/), now fixed ---------------------------
 
 @pytest.mark.parametrize("point", [1j, "abc", None])
 def test_double_precision_point_is_read_by_the_number_reader(point):
@@ -495,11 +489,20 @@ def test_closed_form_error_names_its_point():
 
 
 @pytest.mark.slow
-@xfail("no size bound on products: the squared singular values of a product of 201 Wigner matrices allocate "
-       "a 195 GiB array after about 25 s (MemoryError) instead of being refused before any work")
 def test_long_product_is_refused_before_work():
+    """The squared singular values of a product of 201 Wigner matrices (81003 unknowns) asked for 195 GiB;
+    the law now refuses its system after the reduction (about 7 s), before any numeric work."""
     W = fp.wigner("W", P)
     e = W / sympy.sqrt(P)
     for _ in range(200):
         e = e @ (W / sympy.sqrt(P))
     refused(lambda: fp.singular_value_law(e, ratios={P: 1}).density(1.0), seconds=120)
+
+
+def test_too_many_unknowns_names_the_limit():
+    W = fp.wigner("W", P)
+    e = W / sympy.sqrt(P)
+    for _ in range(24):  # 25 factors: 1275 unknowns
+        e = e @ (W / sympy.sqrt(P))
+    with pytest.raises(fp.DomainError, match=r"1275 unknowns, more than the 1024 a law solves"):
+        fp.singular_value_law(e, ratios={P: 1})

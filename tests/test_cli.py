@@ -2,6 +2,7 @@
 
 import io
 import json
+import sys
 
 import pytest
 
@@ -96,3 +97,27 @@ def test_moments_exact_and_polynomial():
     assert code == 0 and json.loads(text) == {"moments": ["1", "3/2", "11/4", "45/8"]}
     code, text = run("equations", "wigner-semicircle", "--polynomial")
     assert code == 0 and "g**2 - g*z + 1" in text.replace(" ", "").replace("g**2-g*z+1", "g**2 - g*z + 1")
+
+
+# -- progress: on a terminal only, never with --json ---------------------------------------------------
+
+
+def test_check_shows_progress_on_a_terminal(monkeypatch, capsys):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, _ = run("check", "marchenko-pastur", "--n", "60", "--reps", "3")
+    err = capsys.readouterr().err
+    assert code == 0 and "Monte-Carlo samples" in err and "/9 " in err  # 3 samples at N and 6 at N/2
+
+
+@pytest.mark.parametrize("extra", [(), ("--json",)])
+def test_check_progress_is_silent_off_a_terminal_and_with_json(monkeypatch, capsys, extra):
+    if extra:
+        monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, _ = run("check", "marchenko-pastur", "--n", "60", "--reps", "3", *extra)
+    assert code == 0 and capsys.readouterr().err == ""
+
+
+def test_long_grid_shows_progress_on_a_terminal(monkeypatch, capsys):
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, _ = run("law", "wigner-semicircle", "--grid", "-2:2:12000", "--moments", "1")
+    assert code == 0 and "grid" in capsys.readouterr().err

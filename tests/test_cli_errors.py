@@ -107,8 +107,9 @@ def test_model_file_that_is_a_folder_or_not_utf8(tmp_path, capsys):
 
 
 def test_overflowing_scale_is_a_typed_error():
-    """beta = 10: c^2 = e^100 - 101, moments near 1e43; the double-precision range overflows.
+    """beta = 27: c^2 = e^729 - 730, about 1e316, beyond double precision even in units of the scale.
 
+    (beta = 10, with c^2 near 1e43, is solved in units of its scale: tests/test_units.py.)
     Before, a NaN reached an int() deep in the solver (an internal error)."""
     import warnings
 
@@ -116,8 +117,8 @@ def test_overflowing_scale_is_a_typed_error():
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the regime warning and numpy's overflow warnings
-        law = fp.attention.attention_law(1, "mha", 10)
-        with pytest.raises(fp.ConvergenceError, match="overflows double precision"):
+        law = fp.attention.attention_law(1, "mha", 27)
+        with pytest.raises(fp.ConvergenceError, match="beyond the range of double precision"):
             law.support()
 
 

@@ -4,6 +4,7 @@ import threading
 
 import mpmath
 import pytest
+import sympy
 
 import freeprob as fp
 from freeprob._precision import context
@@ -179,3 +180,13 @@ def test_layers_import_only_downward():
                     if isinstance(node, ast.ImportFrom):
                         assert not node.level and not (node.module or "").startswith("freeprob"), (
                             f"{path.name}:{node.lineno} imports {node.module} inside {fn.name}")
+
+
+def test_negative_mpmath_points_keep_their_sign():
+    """An mpf point was read through its unsigned mantissa: density(mpf(-0.5)) was the density at +0.5."""
+    n = fp.dims("n")
+    law = fp.eigenvalue_law(fp.wigner("W", n) / sympy.sqrt(n) + fp.identity(n), ratios={n: 1})  # semicircle on [-1, 3]
+    for x in ("-0.5", "-0.96875"):  # exact in binary, so mpf(x) is the point x
+        assert law.density(mpmath.mpf(x), dps=20) == law.density(x, dps=20)
+        assert law.cauchy(mpmath.mpc(x), dps=20) == law.cauchy(x, dps=20)
+    assert law.density(mpmath.mpf("-0.5"), dps=20) != law.density(mpmath.mpf("0.5"), dps=20)

@@ -26,6 +26,7 @@ LAYERS = [
     ("freeprob.reduce", "reduce"),
     ("freeprob.montecarlo", "montecarlo"),
     ("freeprob.law", "law"),
+    ("freeprob.units", "law"),
     ("freeprob.attention", "attention"),
     ("freeprob.cli", "cli"),
     ("freeprob", "face"),

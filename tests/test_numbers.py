@@ -28,6 +28,8 @@ from freeprob._numbers import parse_scalar, read_number, read_scalar
     (np.float64(0.5), sympy.Rational(1, 2)),
     (np.int64(7), sympy.Integer(7)),
     (mpmath.mpf(0.75), sympy.Rational(3, 4)),
+    (mpmath.mpf(-0.75), sympy.Rational(-3, 4)),  # mpf.man is unsigned: the sign was lost once
+    (mpmath.mpf(-3) / 2 ** 100, sympy.Rational(-3, 2 ** 100)),
     (sympy.Float("0.5"), sympy.Rational(1, 2)),
 ])
 def test_exact_values(value, expected):
@@ -35,6 +37,7 @@ def test_exact_values(value, expected):
 
 
 def test_complex_only_when_asked():
+    assert read_number(mpmath.mpc(-1.5, -2), what="z", real=False) == sympy.Rational(-3, 2) - 2 * sympy.I
     assert read_number("0.5+1e-3j", what="z", real=False) == sympy.Rational(1, 2) + sympy.I / 1000
     assert read_number(1 + 2j, what="z", real=False) == 1 + 2 * sympy.I
     for value in ("1+2j", 1 + 2j, "I"):

@@ -20,10 +20,10 @@ A pattern may carry a value coupling, ``--pattern mha+kv-gaussian:1:0`` (values
 and ``compare --patterns`` takes such patterns among the others.
 Options of ``check``, ``compare`` and ``sweep`` follow the subcommand name.
 Sizes are ratios (``--dh 1/2``); ``--dv`` defaults to ``--dh``. Without
-``--emit``, ``freeprob attention`` prints the model file. Progress lines go to
-standard error, so that ``--json`` output stays clean; ``sweep`` shows a
-progress bar there (tqdm) only when standard error is a terminal and
-``--json`` is not given.
+``--emit``, ``freeprob attention`` prints the model file. ``check``,
+``compare`` and ``sweep`` show a progress bar (tqdm) on standard error only
+when it is a terminal and ``--json`` is not given: output for a file, a pipe
+or a program carries no progress.
 """
 
 import argparse
@@ -49,7 +49,7 @@ from ..attention import (
     model_text,
     plot_check,
 )
-from .common import MAX_DPS, MAX_GRID, integer_in, point_list
+from .common import MAX_DPS, MAX_GRID, integer_in, point_list, progress_bar, wants_progress
 
 __all__ = [
     "add_attention_parsers",
@@ -119,18 +119,16 @@ def cmd_attention(args, out):
     return 0
 
 
-def _progress(line):
-    sys.stderr.write(line + "\n")
-    sys.stderr.flush()
-
-
 def cmd_attention_check(args, out):
     """``freeprob attention check``: the multi-size real-softmax report."""
     sizes = _ints(args.sizes, "--sizes")
     reps = _ints(args.reps, "--reps") if args.reps else None
-    rep = check_attention(args.heads, args.pattern, args.beta, **_ratios(args), sizes=sizes, reps=reps,
-                          seed=args.seed, trim=args.trim, linear=args.linear,
-                          progress=None if args.json else _progress)
+    tick, close = progress_bar(wants_progress(args), "softmax samples", unit="size")
+    try:
+        rep = check_attention(args.heads, args.pattern, args.beta, **_ratios(args), sizes=sizes, reps=reps,
+                              seed=args.seed, trim=args.trim, linear=args.linear, progress=tick)
+    finally:
+        close()
     if args.plot:
         plot_check(rep, args.plot)
     if args.json:
@@ -146,10 +144,14 @@ def cmd_attention_compare(args, out):
     patterns = [p.strip() for p in args.patterns.split(",") if p.strip()]
     if not patterns:
         raise DomainError(f"--patterns expects a comma-separated list, got {args.patterns!r}")
-    rep = compare_patterns(heads, patterns, args.beta, l=args.l, d_h=args.dh, d_v=args.dv, d_out=args.dout,
-                           grid=args.grid, points=args.points, dps=args.dps,
-                           mc_size=0 if args.no_mc else args.mc_size, mc_reps=args.mc_reps, seed=args.seed,
-                           allocation=not args.no_allocation, progress=None if args.json else _progress)
+    tick, close = progress_bar(wants_progress(args), "compare", unit="step")
+    try:
+        rep = compare_patterns(heads, patterns, args.beta, l=args.l, d_h=args.dh, d_v=args.dv, d_out=args.dout,
+                               grid=args.grid, points=args.points, dps=args.dps,
+                               mc_size=0 if args.no_mc else args.mc_size, mc_reps=args.mc_reps, seed=args.seed,
+                               allocation=not args.no_allocation, progress=tick)
+    finally:
+        close()
     if args.plot:
         rep.plot(args.plot)
     if args.json:
@@ -184,8 +186,7 @@ def _progress_bars(enabled):
 
 def cmd_attention_sweep(args, out):
     """``freeprob attention sweep``: the law over head counts at a fixed total width, or over widths."""
-    show = not args.json and sys.stderr.isatty()
-    tick, close = _progress_bars(show)
+    tick, close = _progress_bars(wants_progress(args))
     try:
         result = attention_sweep(args.heads, args.pattern, args.beta, width=args.width, l=args.l, d_h=args.dh,
                                  d_v=args.dv, d_out=args.dout, at=args.at or (), moments=args.moments, grid=args.grid,

@@ -3,6 +3,7 @@
 import argparse
 import math
 import os
+import sys
 from pathlib import Path
 
 from .. import FreeProbError, find_model
@@ -130,3 +131,29 @@ def plot_formats():
     from matplotlib.figure import Figure
 
     return set(Figure().canvas.get_supported_filetypes())
+
+
+def progress_bar(enabled, desc, total=None, unit="step"):
+    """``(tick, close)`` of a tqdm bar on standard error, or no-ops when not ``enabled``.
+
+    Commands enable it when standard error is a terminal and ``--json`` is not
+    given: output meant for a machine, a file or a pipe carries no progress.
+    ``tick(label="")`` advances the bar by one and shows ``label``.
+    """
+    if not enabled:
+        return (lambda label="": None), (lambda: None)
+    from tqdm import tqdm
+
+    bar = tqdm(total=total, desc=desc, unit=unit, file=sys.stderr, leave=False, dynamic_ncols=True, mininterval=0.2)
+
+    def tick(label=""):
+        if label:
+            bar.set_postfix_str(label, refresh=False)
+        bar.update(1)
+
+    return tick, bar.close
+
+
+def wants_progress(args):
+    """Progress is shown on a terminal, never with ``--json``."""
+    return not getattr(args, "json", False) and sys.stderr.isatty()

@@ -38,6 +38,8 @@ from .common import (
     model_of,
     number_text,
     point_list,
+    progress_bar,
+    wants_progress,
 )
 
 __all__ = ["main", "build_parser"]
@@ -148,7 +150,11 @@ def _outside(x, support):
     return all(not (float(a) <= x <= float(b)) for a, b in support)
 
 
-def _grid_density(law, xs, support):
+#: Grid points solved per step of the progress bar of a long grid.
+GRID_CHUNK = 5000
+
+
+def _grid_density(law, xs, support, tick=None):
     """Double-precision density on the grid ``xs``, solved only where it is not known.
 
     Outside the verified support it is exactly 0 (this also keeps the solver
@@ -173,8 +179,12 @@ def _grid_density(law, xs, support):
     soft = [float(e) for ab in support for e in ab if float(e) != 0]
     on_edge = inside & np.array([any(abs(x - e) <= 1e-15 * max(1.0, abs(e)) for e in soft) for x in xs])
     inside &= ~on_edge
-    if inside.any():
-        dens[inside] = law.density_fast(xs[inside])
+    where = np.nonzero(inside)[0]
+    for start in range(0, len(where), GRID_CHUNK):
+        piece = where[start:start + GRID_CHUNK]
+        dens[piece] = law.density_fast(xs[piece])
+        if tick is not None:
+            tick()
     for i in np.nonzero(np.isnan(dens))[0]:
         dens[i] = float(law.density(f"{xs[i]:.17g}", dps=15))
     return dens
@@ -204,7 +214,12 @@ def cmd_law(args, out):
     xs = _grid(args.grid, law, support, atoms)
     outside = np.array([_outside(x, support) for x in xs])
     if args.dps is None:
-        dens = _grid_density(law, xs, support)
+        tick, close = progress_bar(wants_progress(args) and len(xs) > GRID_CHUNK, "grid", unit="chunk",
+                                   total=-(-len(xs) // GRID_CHUNK))
+        try:
+            dens = _grid_density(law, xs, support, tick)
+        finally:
+            close()
         grid_digits = GRID_DIGITS
         grid = [{"x": _x_text(x), "density": _density_text(d)} for x, d in zip(xs, dens)]
     else:
@@ -255,7 +270,11 @@ def cmd_law(args, out):
 def cmd_check(args, out):
     model = model_of(args)
     law = law_of(model)
-    rep = check(law, n=args.n, reps=args.reps, seed=args.seed)
+    tick, close = progress_bar(wants_progress(args), "Monte-Carlo samples", total=3 * args.reps, unit="sample")
+    try:
+        rep = check(law, n=args.n, reps=args.reps, seed=args.seed, progress=tick)
+    finally:
+        close()
     if args.plot:
         cdf = law.cdf_function()
         support = cdf.intervals

@@ -6,6 +6,8 @@ Atoms are drawn as atoms: a stem at the atom's location whose height is its
 mass, on a right-hand axis of its own.
 """
 
+import textwrap
+
 import numpy as np
 
 __all__ = ["ascii_plot", "axis_label", "plot_check", "plot_density"]
@@ -58,6 +60,19 @@ def _save(fig, path):
     fig.savefig(path, dpi=120)
 
 
+#: Characters per title line, and title lines, of a picture (a long expression is wrapped, then cut).
+TITLE_WIDTH, TITLE_LINES = 90, 3
+
+
+def _title(text):
+    """``text`` wrapped to :data:`TITLE_WIDTH` characters, at most :data:`TITLE_LINES` lines (cut with an ellipsis)."""
+    lines = textwrap.wrap(text, TITLE_WIDTH, break_long_words=True) or [""]
+    if len(lines) > TITLE_LINES:
+        lines = lines[:TITLE_LINES]
+        lines[-1] = lines[-1][:TITLE_WIDTH - 3] + "..."
+    return "\n".join(lines)
+
+
 def plot_density(path, kind, xs, dens, atoms, title):
     """The density of the absolutely continuous part on ``xs`` and the atoms."""
     fig, ax = _figure()
@@ -66,7 +81,7 @@ def plot_density(path, kind, xs, dens, atoms, title):
     ax.set_ylim(bottom=0)
     ax.set_xlabel(axis_label(kind))
     ax.set_ylabel("density of the continuous part")
-    ax.set_title(title, fontsize=9)
+    ax.set_title(_title(title), fontsize=9)
     ax.legend(fontsize=8, loc="upper right")
     _atoms(ax, atoms)
     _save(fig, path)
@@ -84,7 +99,7 @@ def plot_check(path, kind, xs, dens, samples, atoms, title):
     ax.plot(xs, np.nan_to_num(dens), color="tab:blue", lw=1.6, label="theory")
     ax.set_xlim(float(xs[0]), float(xs[-1]))
     ax.set_ylim(bottom=0)
-    ax.set_title(title, fontsize=9)
+    ax.set_title(_title(title), fontsize=9)
     ax.set_xlabel(axis_label(kind))
     ax.set_ylabel("density of the continuous part")
     ax.legend(fontsize=8, loc="upper right")

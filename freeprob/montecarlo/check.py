@@ -108,12 +108,30 @@ def finite_size_rate(expr):
     return 0.5 if any(isinstance(node, Kernel) for node in entrywise_nodes(expr)) else 1.0
 
 
-def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), level=1e-3, rate=None):
+def _scale_exponent(law):
+    """``e`` with ``2^e`` the law's scale bound rounded to a power of two (0 for a law without a scale)."""
+    scale = getattr(law, "scale", None)
+    if scale is None or not np.isfinite(float(scale)) or not float(scale) > 0:
+        return 0
+    return int(round(np.log2(float(scale))))
+
+
+def _in_units(m, power):
+    """The moment ``m`` (sympy or mpmath number) divided by ``2^power``, as a float."""
+    if isinstance(m, sympy.Basic):
+        return float(sympy.re(sympy.N(m * sympy.Integer(2) ** (-power), 20)))
+    return float(m * 2.0 ** (-power)) if abs(power) < 1000 else float(sympy.Float(str(m), 20) * sympy.Integer(2) ** (-power))
+
+
+def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), level=1e-3, rate=None,
+          progress=None):
     """Monte-Carlo check of ``law`` at size ``n`` (see the module docstring).
 
     ``rate``: the exponent of the bias removed by Richardson extrapolation
-    (default :func:`finite_size_rate` of the law's expression). Returns a
-    :class:`CheckReport`; its ``samples`` hold the spectra at ``n``.
+    (default :func:`finite_size_rate` of the law's expression). ``progress``,
+    if given, is called as ``progress(label)`` after each of the ``3 reps``
+    samples. Returns a :class:`CheckReport`; its ``samples`` hold the spectra
+    at ``n``.
     """
     if not _integer(reps) or not 3 <= reps <= MAX_REPS:
         raise DomainError(f"the check needs an integer number of replicates between 3 (to estimate standard errors) "
@@ -132,15 +150,25 @@ def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.7
     check_sample_size(law, n)
     rng = generator(seed)
     cdf = law.cdf_function()
-    theory_m = [float(sympy.re(sympy.N(m))) if isinstance(m, sympy.Basic) else float(m) for m in law.moments(moments) ]
+    # moments are compared in units u = 2^e of the law's scale (exact), so that m_k and the variances of
+    # the sampled moments stay within double precision for laws far from scale one
+    e = _scale_exponent(law)
+    theory_m = [_in_units(m, e * k) for k, m in enumerate(law.moments(moments), start=1)]
     # quantiles of the absolutely continuous part, so that no point sits on an atom
     qpoints = [float(cdf.ac_quantile(p)) for p in quantiles]
     nh = max(n // 2, 10)
-    big = [sample_spectrum(law, n, rng) for _ in range(reps)]
-    half = [sample_spectrum(law, nh, rng) for _ in range(2 * reps)]
+    tick = progress or (lambda label="": None)
+
+    def sampled(size, label):
+        spec = sample_spectrum(law, size, rng)
+        tick(label)
+        return spec
+
+    big = [sampled(n, f"N = {n}") for _ in range(reps)]
+    half = [sampled(nh, f"N = {nh}") for _ in range(2 * reps)]
 
     def stats(spec):
-        out = [np.mean(spec ** k) for k in range(1, moments + 1)]
+        out = [np.mean(np.ldexp(spec, -e) ** k) for k in range(1, moments + 1)]
         out += [np.mean(spec <= q) for q in qpoints]
         return np.array(out)
 
@@ -167,14 +195,18 @@ def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.7
         t = (est[i] - theory[i]) / max(se[i], floor)
         passed = bool(abs(t) <= crit)
         ok &= passed
+        back = e * (i + 1) if i < moments else 0  # m_k is reported in the law's own units
+
+        def own(v):
+            return float(np.ldexp(v, back))
         rows.append(
             {
                 "name": name,
-                "theory": float(theory[i]),
-                "at_n": float(mean_b[i]),
-                "at_half": float(mean_h[i]),
-                "extrapolated": float(est[i]),
-                "se": float(se[i]),
+                "theory": own(theory[i]),
+                "at_n": own(mean_b[i]),
+                "at_half": own(mean_h[i]),
+                "extrapolated": own(est[i]),
+                "se": own(se[i]),
                 "t": float(t),
                 "limit": float(crit),
                 "passed": passed,

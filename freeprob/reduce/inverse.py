@@ -13,7 +13,10 @@ variance ``1/N``, dimensions as ratios; :mod:`freeprob.reduce.scaling`):
 * spectral intervals ``[lo, hi]`` of symmetric pieces: the identity
   ``[1, 1]``; a Wigner matrix ``[-r, r]``; ``c A`` scales; sums add; a
   product ``P C P^T`` (``C`` symmetric or absent) lies in
-  ``[min(0, lo_C) ||P||^2, max(0, hi_C) ||P||^2]`` (so ``X X^T`` is positive);
+  ``[min(0, lo_C) ||P||^2, max(0, hi_C) ||P||^2]`` (so ``X X^T`` is positive),
+  and ``P P^T`` for one Gaussian ``P`` (``r x c``, or its transpose) above the
+  Marchenko-Pastur edge ``s^2 (sqrt(rho_c) - sqrt(rho_r))^2``, positive when
+  ``P`` is wide (``X^T X`` for a tall ``X``: least squares);
   ``M^{-1}`` lies in ``[1/hi, 1/lo]``; any other piece in ``[-norm, norm]``.
 
 ``gap(M) = max(lo, -hi)``: the spectrum of ``M`` avoids ``(-gap, gap)``.
@@ -103,13 +106,24 @@ def spectral_interval(node, norm):
             outer = Product(fs[:k // 2]) if k // 2 > 1 else fs[0]
             p2 = norm_bound(outer, norm) ** 2
             if k % 2 == 0:
-                return sympy.Integer(0), p2
+                return _gram_floor(outer, norm), p2
             mid = fs[k // 2]
             if _symmetric(mid):
                 lo, hi = spectral_interval(mid, norm)
                 return sympy.Min(0, lo) * p2, sympy.Max(0, hi) * p2
         return _ball(node, norm)
     raise TypeError(f"not a matrix expression: {node!r}")
+
+
+def _gram_floor(p, norm):
+    """A lower bound of the spectrum of ``P P^T``: the Marchenko-Pastur lower edge
+    ``s^2 (sqrt(rho_c) - sqrt(rho_r))^2`` when ``P`` (``r x c``) is one iid Gaussian leaf or
+    its transpose with ``c > r`` (a wide Gaussian's rows are almost orthogonal), else 0."""
+    leaf = p.arg if isinstance(p, Transpose) else p
+    if not (isinstance(leaf, Matrix) and leaf.kind == "gaussian" and getattr(leaf, "profile", None) is None):
+        return sympy.Integer(0)
+    r, c = p.shape
+    return norm.leaf_scale[leaf] ** 2 * sympy.Max(0, sympy.sqrt(c) - sympy.sqrt(r)) ** 2
 
 
 def _ball(node, norm):

@@ -85,6 +85,14 @@ class DistributionTable:
                 lo = mid
         return hi
 
+    def scaled(self, power):
+        """The table of the law pushed forward by ``x -> 2^power x`` (exact: a power of two moves no digit)."""
+        def up(x):
+            return np.ldexp(np.asarray(x, float), power)
+        return DistributionTable([(float(up(a)), float(up(b))) for a, b in self.intervals],
+                                 [(float(up(x)), m) for x, m in self.atoms],
+                                 [(up(xb), cum) for xb, cum in self._pieces], self.mass_ac, self.quad_error)
+
     def quantile(self, p):
         """Smallest ``x`` with ``F(x) >= p``."""
         lo = min([a for a, _ in self.intervals] + list(self._atom_x)) - 1.0

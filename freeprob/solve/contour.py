@@ -1,0 +1,78 @@
+"""Moments from the Cauchy transform on a circle around the support.
+
+For a law supported in ``[-r, r]``, ``G`` is analytic outside that disk and
+``z G(z) = sum_k m_k z^-k``, so on the circle ``|z| = R > r``
+
+    m_k = (1 / 2 pi i) \\oint z^k G(z) dz = (1 / 2 pi) \\int_0^{2 pi} z^(k+1) G(z) d theta,  z = R e^(i theta).
+
+The trapezoidal rule with ``N`` nodes is exact for the terms ``z^-j`` with
+``j < N`` and aliases the rest, so its error is about ``(r/R)^N`` relative
+to ``R^k``: with ``R = 2 r`` each doubling of ``N`` squares it, and reuses
+the nodes solved before. The nodes come in conjugate pairs
+(``G(conj z) = conj G(z)``), so only the upper half is solved. The moments are accepted when the rules with ``N`` and ``2N`` nodes
+agree to the digits asked for.
+
+This route serves expressions whose series at infinity has no expansion the
+series route (:mod:`freeprob.solve.series`) can start, such as
+``inv(X^T X / n)`` without a shift, whose leading coefficient is singular.
+"""
+
+import math
+
+from .._errors import ConvergenceError
+from .._precision import context, guard_digits
+
+__all__ = ["contour_moments"]
+
+#: Largest number of nodes on the circle (the upper half is solved: half of them).
+MAX_NODES = 1024
+
+
+def contour_moments(cauchy, k, dps, radius, name="the law"):
+    """``[m_1, ..., m_k]`` (mpf) from ``cauchy(z, dps)`` on the circle ``|z| = 2 radius``.
+
+    ``radius`` bounds the support (``|x| <= radius``); ``cauchy(z, dps)`` returns
+    ``G(z)`` correct to ``dps`` digits. Raises :class:`ConvergenceError` when
+    :data:`MAX_NODES` nodes do not reach ``dps`` digits.
+    """
+    if k == 0:
+        return []
+    # the sum loses about k log10(2) digits against the moments (terms of size R^k, moments of size r^k)
+    work = dps + guard_digits(dps) + math.ceil(k * math.log10(2)) + 2
+    ctx = context(work)
+    R = ctx.mpf(2) * ctx.mpf(radius)
+    solved = {}
+
+    def value(j, nodes):
+        # node j of the trapezoidal rule with `nodes` nodes, theta = 2 pi j / nodes: shared by the finer rules
+        g = math.gcd(j, nodes)
+        key = (j // g, nodes // g)
+        if key not in solved:
+            z = R * ctx.expjpi(ctx.mpf(2 * j) / nodes)
+            if j == 0 or 2 * j == nodes:
+                z = ctx.mpc(z.real, 0)  # the two real nodes, outside the support
+            solved[key] = (z, ctx.mpc(cauchy(z, work)))
+        return solved[key]
+
+    def rule(nodes):
+        sums = [ctx.mpf(0)] * k
+        for j in range(nodes // 2 + 1):  # the upper half; the lower half is its conjugate
+            z, g = value(j, nodes)
+            weight = 1 if j == 0 or 2 * j == nodes else 2
+            w = z * g
+            for m in range(k):
+                w *= z
+                sums[m] += weight * w.real
+        return [s / nodes for s in sums]
+
+    nodes = 32
+    previous = rule(nodes)
+    while nodes < MAX_NODES:
+        nodes *= 2
+        current = rule(nodes)
+        tol = ctx.mpf(10) ** (-dps)
+        if all(abs(a - b) <= tol * max(1, abs(b)) for a, b in zip(previous, current)):
+            return current
+        previous = current
+    raise ConvergenceError(f"the moments of {name} from its Cauchy transform on a circle did not reach {dps} digits "
+                           f"with {MAX_NODES} nodes", dps=dps)
