@@ -272,7 +272,7 @@ class SpectralLaw:
                               f"{type(expr).__name__} {expr!r}")
         if law not in ("eigenvalues", "squared-singular-values"):
             raise DomainError(f"law must be 'eigenvalues' or 'squared-singular-values', got {law!r}")
-        if not any(leaf.kind in ("gaussian", "wigner") for leaf in leaves(expr)):  # raises on clashing names
+        if not any(leaf.kind in ("gaussian", "wigner", "haar") for leaf in leaves(expr)):  # raises on clashing names
             raise DomainError(f"{expr} has no Gaussian or Wigner matrix: a deterministic expression has no "
                               f"random-matrix law to compute (its spectrum is its own)")
         exact_ratios, exact_params, dimensions = _read_values(expr, ratios, params)

@@ -34,6 +34,7 @@ __all__ = [
     "wigner",
     "identity",
     "deterministic",
+    "haar",
     "Expr",
     "Matrix",
     "Sum",
@@ -50,7 +51,7 @@ __all__ = [
     "expression_graph",
 ]
 
-KINDS = ("gaussian", "wigner", "identity", "deterministic")
+KINDS = ("gaussian", "wigner", "identity", "deterministic", "haar")
 #: Kinds whose law is invariant under orthogonal conjugation, or fixed (symmetric letters in expansions).
 SYMMETRIC_KINDS = ("wigner", "identity", "deterministic")
 #: The spectral laws a model can ask for (part of a model's description).
@@ -248,7 +249,7 @@ class Matrix(Expr):
             raise ShapeError(f"matrix {self.name}: shape must be (rows, cols), got {self.shape!r}")
         for s in self.shape:
             _check_dim(s, f"matrix {self.name}")
-        if self.kind in SYMMETRIC_KINDS and self.shape[0] != self.shape[1]:
+        if (self.kind in SYMMETRIC_KINDS or self.kind == "haar") and self.shape[0] != self.shape[1]:
             raise ShapeError(
                 f"matrix {self.name}: a {self.kind} matrix is square, got shape "
                 f"({self.shape[0]}, {self.shape[1]})"
@@ -272,6 +273,8 @@ class Matrix(Expr):
             # Gaussian norm bound sqrt(v) (sqrt(rows) + sqrt(cols)) is its norm max |a_k| (docs/blocks.md)
             top = sympy.Max(*[abs(a) for a, _ in spectrum])
             object.__setattr__(self, "variance", (top if top != 0 else sympy.Integer(1)) ** 2 / (4 * self.shape[0]))
+        if self.kind == "haar":  # orthogonal: norm 1, which the Gaussian norm bound gives with this variance
+            object.__setattr__(self, "variance", sympy.Integer(1) / (4 * self.shape[0]))
         if self.profile is not None:
             if self.kind != "gaussian":
                 raise DomainError(f"matrix {self.name}: a variance profile is given for Gaussian matrices only "
@@ -333,6 +336,24 @@ def deterministic(name, shape, spectrum):
     ((1, 1/2), (4, 1/2))
     """
     return Matrix(name, _shape(name, shape), "deterministic", 1, spectrum)
+
+
+def haar(name, dim):
+    """A Haar-distributed orthogonal matrix of shape ``(dim, dim)``.
+
+    It may appear only as a conjugation ``O @ D @ O.T`` (or ``O.T @ D @ O``)
+    of a deterministic matrix ``D`` with at most two distinct eigenvalues
+    (docs/engine.md, "Haar rotations"): the rotated matrix is then
+    ``b_1 I + (b_2 - b_1) Q`` with ``Q`` the projection onto a uniformly
+    random subspace, which the engine writes with a Gaussian matrix and an
+    inverse.
+
+    >>> import freeprob as fp
+    >>> n = fp.dims("n")
+    >>> fp.haar("O", n).kind
+    'haar'
+    """
+    return Matrix(name, (dim, dim), "haar", 1)
 
 
 def _shape(name, shape):

@@ -189,6 +189,9 @@ def sample_matrix(law, n, rng=None):
             m = np.eye(a)
         elif node.kind == "deterministic":
             m = np.diag(deterministic_diagonal(node, a))
+        elif node.kind == "haar":  # Q of the QR of a Gaussian, columns signed by R's diagonal: Haar distributed
+            q, r = np.linalg.qr(rng.standard_normal((a, a)))
+            m = q * np.where(np.diag(r) < 0, -1.0, 1.0)
         else:
             sd = np.sqrt(_scalar(node.variance, values))
             if node.kind == "gaussian":

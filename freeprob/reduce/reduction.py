@@ -13,6 +13,7 @@ from .blocks import check_blocks, has_blocks, refine
 from .dyson import dyson_system
 from .exchange import canonical_groups, head_structure, witness_expression
 from .._errors import DomainError, NotSelfAdjointError
+from ..expr.haar import has_haar, rotate
 from ..expr.entrywise import equivalence_report
 from ..expr.tree import LAWS, Expr, expand, transpose_word, word_str
 from .inverse import has_inverse, inverse_conditions
@@ -94,6 +95,12 @@ class Reduction:
             check_blocks(expr)
         if kind == "eigenvalues":
             check_symmetric(expr)
+        # Haar rotations O D O^T become b_1 I + (b_2 - b_1) Q, Q a random projection written with a fresh
+        # Gaussian and an inverse (freeprob.expr.haar); the projections' ranks are new dimensions w n
+        self.rotation_ratios = {}
+        if has_haar(expr):
+            expr, self.rotation_ratios = rotate(expr)
+            self.dimensions += tuple(self.rotation_ratios)
         self.structure = None
         self.symmetry_note = "symmetry quotient not asked for"
         if isinstance(symmetry, str) or not (isinstance(symmetry, bool) or hasattr(symmetry, "__iter__")):
@@ -121,6 +128,8 @@ class Reduction:
                 except QuotientError as exc:
                     self.symmetry_note = f"no symmetry quotient ({structure.describe()}): {exc}"
         self.system = self._reduce(expr)
+        if self.rotation_ratios:  # a projection's rank is w n: the system in the model's own dimensions
+            self.system = self.system.subs(self.rotation_ratios)
 
     def _reduce(self, expr):
         self.normalization = normalize(expr, self.dimensions)
