@@ -352,3 +352,17 @@ def test_triangular_gaussian_against_monte_carlo(dims):
         se = np.sqrt(4 * a.var(ddof=1) / len(a) + b.var(ddof=1) / len(b))
         exact = float(sympy.Integer(k) ** k / sympy.factorial(k + 1))
         assert abs(corrected - exact) <= 5 * se, (k, corrected, exact, se)
+
+
+def test_deterministic_matrix_inside_an_inverse_against_monte_carlo(dims):
+    """inv(X X^T/n + D): the certificate reads the spectrum of D (its interval [1, 2] keeps 0 away)."""
+    p, n = dims
+    D = fp.deterministic("D", (p, p), spectrum={1: "1/2", 2: "1/2"})
+    X = fp.gaussian("X", (p, n))
+    law = fp.eigenvalue_law(fp.inv(X @ X.T / n + D), ratios={p: "1/2", n: 1})
+    rep = fp.check(law, n=400, reps=4, seed=11)
+    assert rep.passed, rep.text()
+    E = fp.deterministic("E", (p, p), spectrum={-1: "1/2", 2: "1/2"})
+    with pytest.raises(fp.DomainError):
+        fp.eigenvalue_law(fp.inv(X @ X.T / n + E), ratios={p: "1/2", n: 1}).system.subs({p: sympy.Rational(1, 2),
+                                                                                           n: 1})
