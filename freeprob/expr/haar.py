@@ -94,6 +94,9 @@ def rotate(expr):
             values[a] = values.get(a, 0) + w
         atoms = sorted(values.items(), key=lambda aw: (aw[1], str(aw[0])))
         if len(atoms) == 1:
+            if atoms[0][0] == 0:
+                raise DomainError(f"{o.name} @ {d.name} @ {o.name}.T is zero ({d.name} has the single eigenvalue 0): "
+                                  f"leave it out of the expression")
             out = atoms[0][0] * identity(n)
         elif len(atoms) == 2:
             (b2, w), (b1, _) = atoms  # the lighter atom is the projection's
@@ -104,7 +107,7 @@ def rotate(expr):
             k = dims(f"rank_{name}")
             x = gaussian(name, (n, k))
             q = x @ inv(x.T @ x / n) @ x.T / n
-            out = b1 * identity(n) + (b2 - b1) * q
+            out = (b2 - b1) * q if b1 == 0 else b1 * identity(n) + (b2 - b1) * q
             ratios[k] = w * n
         else:
             raise DomainError(f"{o.name} @ {d.name} @ {o.name}.T: {d.name} has {len(atoms)} distinct eigenvalues; "

@@ -695,8 +695,8 @@ def parse_model(data, where="<model>"):
         if extra:
             _fail(where, f"{key}.{sorted(extra)[0]}", f"unknown key; allowed: {', '.join(_MATRIX_KEYS)}")
         kind = spec.get("kind", "gaussian")
-        if kind not in ("gaussian", "wigner", "identity", "deterministic"):
-            _fail(where, f"{key}.kind", f"must be gaussian, wigner, identity or deterministic, got {kind!r}")
+        if kind not in ("gaussian", "wigner", "identity", "deterministic", "haar"):
+            _fail(where, f"{key}.kind", f"must be gaussian, wigner, identity, deterministic or haar, got {kind!r}")
         spectrum, profile = _spectrum_and_profile(where, key, kind, spec)
         shape = spec.get("shape")
         if not isinstance(shape, list) or len(shape) != 2 or not all(isinstance(s, str) for s in shape):
