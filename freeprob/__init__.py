@@ -38,7 +38,7 @@ from .expr.entrywise import Entrywise, EquivalenceReport, entrywise, equivalence
 from .expr.kernel import Kernel, kernel_matrix
 from .expr.equivalence import EntryCoefficients, GaussianEquivalent, gaussian_equivalent
 from .expr.modelfile import Model, builtin_models, find_model, load_model
-from .expr.tree import Inverse, dims, expression_graph, gaussian, identity, inv, wigner
+from .expr.tree import Inverse, deterministic, dims, expression_graph, gaussian, haar, identity, inv, wigner
 from .law import SpectralLaw, eigenvalue_law, law_of, singular_value_law
 from .montecarlo.check import CheckReport, check
 from .montecarlo.sample import sample_spectrum
@@ -72,6 +72,7 @@ __all__ = [
     "ClusterError",
     "compare_patterns",
     "ConvergenceError",
+    "deterministic",
     "dims",
     "DomainError",
     "eigenvalue_law",
@@ -93,6 +94,7 @@ __all__ = [
     "FreeProbError",
     "gaussian",
     "gaussian_equivalent",
+    "haar",
     "GaussianEquivalent",
     "identity",
     "inv",

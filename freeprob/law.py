@@ -272,7 +272,7 @@ class SpectralLaw:
                               f"{type(expr).__name__} {expr!r}")
         if law not in ("eigenvalues", "squared-singular-values"):
             raise DomainError(f"law must be 'eigenvalues' or 'squared-singular-values', got {law!r}")
-        if not any(leaf.kind in ("gaussian", "wigner") for leaf in leaves(expr)):  # raises on clashing names
+        if not any(leaf.kind in ("gaussian", "wigner", "haar") for leaf in leaves(expr)):  # raises on clashing names
             raise DomainError(f"{expr} has no Gaussian or Wigner matrix: a deterministic expression has no "
                               f"random-matrix law to compute (its spectrum is its own)")
         exact_ratios, exact_params, dimensions = _read_values(expr, ratios, params)
@@ -795,11 +795,22 @@ class SpectralLaw:
                 atoms = []
         atoms = tuple((float(x), float(m)) for x, m in atoms)
 
-        def build():
-            intervals = self.support_fast(grid)
+        def table(intervals):
             # an end exactly at 0 is a hard edge (support_fast shrinks soft ones to the grid)
             hard = [0.0] if any(0.0 in iv for iv in intervals) else []
             return tabulate(self.density_fast, intervals, list(atoms), nodes=nodes, hard=hard)
+
+        def build():
+            try:
+                return table(self.support_fast(grid))
+            except ConvergenceError as first:
+                # a piece the density probe missed (or a point it could not verify inside it): the verified
+                # support's intervals, and the same mass check
+                try:
+                    verified = [(float(a), float(b)) for a, b in self.support()]
+                except ConvergenceError:
+                    raise first from None
+                return table(verified)
 
         return self._cache.get(("cdf", nodes, atoms, grid), build)
 

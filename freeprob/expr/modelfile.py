@@ -130,7 +130,7 @@ __all__ = ["MAX_TERMS", "Model", "load_model", "parse_model", "parse_expression"
 
 _KEYS = {"name", "description", "law", "expression", "dimensions", "parameters", "indices", "matrices", "functions",
          "define"}
-_MATRIX_KEYS = ("kind", "shape", "variance", "index")
+_MATRIX_KEYS = ("kind", "shape", "variance", "index", "spectrum", "profile")
 #: Most terms the sums of one model file expand to, together (and the largest index range).
 MAX_TERMS = 4096
 #: Names a model file may not declare: what each one is.
@@ -695,8 +695,9 @@ def parse_model(data, where="<model>"):
         if extra:
             _fail(where, f"{key}.{sorted(extra)[0]}", f"unknown key; allowed: {', '.join(_MATRIX_KEYS)}")
         kind = spec.get("kind", "gaussian")
-        if kind not in ("gaussian", "wigner", "identity"):
-            _fail(where, f"{key}.kind", f"must be gaussian, wigner or identity, got {kind!r}")
+        if kind not in ("gaussian", "wigner", "identity", "deterministic", "haar"):
+            _fail(where, f"{key}.kind", f"must be gaussian, wigner, identity, deterministic or haar, got {kind!r}")
+        spectrum, profile = _spectrum_and_profile(where, key, kind, spec)
         shape = spec.get("shape")
         if not isinstance(shape, list) or len(shape) != 2 or not all(isinstance(s, str) for s in shape):
             _fail(where, f"{key}.shape", "must be a list of two dimension names, e.g. [\"p\", \"n\"]")
@@ -713,7 +714,7 @@ def parse_model(data, where="<model>"):
         if isinstance(var, Expr):
             _fail(where, f"{key}.variance", "must be a scalar expression")
         try:
-            leaf = Matrix(mname, (dims[shape[0]], dims[shape[1]]), kind, var)
+            leaf = Matrix(mname, (dims[shape[0]], dims[shape[1]]), kind, var, spectrum, profile)
         except (DomainError, ShapeError) as exc:
             raise type(exc)(f"{where}: [{key}] {exc}") from None
         taken[mname] = "matrices"
@@ -755,6 +756,25 @@ def parse_model(data, where="<model>"):
             del ratios[sym]
     desc = data.get("description", "")
     return Model(name, desc, law, text, expr, ratios, params, where, {k: int(v) for k, v in constants.items()})
+
+
+def _spectrum_and_profile(where, key, kind, spec):
+    """The ``spectrum`` table of a deterministic matrix and the ``profile`` string of a Gaussian (checked by Matrix)."""
+    spectrum = spec.get("spectrum")
+    if (spectrum is None) == (kind == "deterministic"):
+        _fail(where, f"{key}.spectrum", "a deterministic matrix needs a [spectrum] table (value = weight), and only "
+                                        "a deterministic matrix has one")
+    if spectrum is not None and not isinstance(spectrum, dict):
+        _fail(where, f"{key}.spectrum", f"must be a table value = weight, e.g. \"1\" = \"1/2\", got {spectrum!r}")
+    if "variance" in spec and kind == "deterministic":
+        _fail(where, f"{key}.variance", "a deterministic matrix has a spectrum, not a variance")
+    profile = spec.get("profile")
+    if profile is not None and not isinstance(profile, str):
+        _fail(where, f"{key}.profile", f"must be a string, a formula in r and c such as \"Heaviside(c - 1/2)\", "
+                                       f"got {profile!r}")
+    if "index" in spec and (spectrum is not None or profile is not None):
+        _fail(where, f"{key}.index", "families of deterministic or profiled matrices are not supported")
+    return spectrum, profile
 
 
 def load_model(path):

@@ -25,6 +25,7 @@ import sympy
 
 from .._errors import DomainError, NotSelfAdjointError, ShapeError
 from .._numbers import read_scalar
+from .profiles import is_piecewise_constant, profile_grid, read_profile, read_spectrum, scale_profile
 
 __all__ = [
     "LAWS",
@@ -32,6 +33,8 @@ __all__ = [
     "gaussian",
     "wigner",
     "identity",
+    "deterministic",
+    "haar",
     "Expr",
     "Matrix",
     "Sum",
@@ -48,7 +51,9 @@ __all__ = [
     "expression_graph",
 ]
 
-KINDS = ("gaussian", "wigner", "identity")
+KINDS = ("gaussian", "wigner", "identity", "deterministic", "haar")
+#: Kinds whose law is invariant under orthogonal conjugation, or fixed (symmetric letters in expansions).
+SYMMETRIC_KINDS = ("wigner", "identity", "deterministic")
 #: The spectral laws a model can ask for (part of a model's description).
 LAWS = ("eigenvalues", "squared-singular-values")
 
@@ -216,17 +221,23 @@ def _check_dim(s, what):
 
 @dataclass(frozen=True)
 class Matrix(Expr):
-    """A leaf: a Gaussian, Wigner or identity matrix.
+    """A leaf: a Gaussian, Wigner, identity or deterministic matrix.
 
-    ``gaussian``: iid real ``N(0, variance)`` entries. ``wigner``: symmetric,
-    off-diagonal entries ``N(0, variance)``, diagonal ``N(0, 2 variance)``.
-    ``identity``: the identity of its space (variance is unused).
+    ``gaussian``: iid real ``N(0, variance)`` entries (with a ``profile``,
+    entry ``(i, j)`` has variance ``variance * profile(i/rows, j/cols)``).
+    ``wigner``: symmetric, off-diagonal entries ``N(0, variance)``, diagonal
+    ``N(0, 2 variance)``. ``identity``: the identity of its space (variance
+    is unused). ``deterministic``: the diagonal matrix of an atomic
+    ``spectrum`` ``((value, weight), ...)``, its values in the order given
+    (variance is unused; docs/blocks.md).
     """
 
     name: str
     shape: Tuple[sympy.Symbol, sympy.Symbol]
     kind: str = "gaussian"
     variance: sympy.Expr = sympy.Integer(1)
+    spectrum: tuple = None
+    profile: object = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name.isidentifier():
@@ -238,7 +249,7 @@ class Matrix(Expr):
             raise ShapeError(f"matrix {self.name}: shape must be (rows, cols), got {self.shape!r}")
         for s in self.shape:
             _check_dim(s, f"matrix {self.name}")
-        if self.kind in ("wigner", "identity") and self.shape[0] != self.shape[1]:
+        if (self.kind in SYMMETRIC_KINDS or self.kind == "haar") and self.shape[0] != self.shape[1]:
             raise ShapeError(
                 f"matrix {self.name}: a {self.kind} matrix is square, got shape "
                 f"({self.shape[0]}, {self.shape[1]})"
@@ -252,6 +263,31 @@ class Matrix(Expr):
             raise DomainError(f"matrix {self.name}: variance must be positive, got {var}")
         if var.is_nonpositive:
             raise DomainError(f"matrix {self.name}: variance must be positive, got {var}")
+        if (self.spectrum is not None) != (self.kind == "deterministic"):
+            raise DomainError(f"matrix {self.name}: a spectrum is given for deterministic matrices, and only for them "
+                              f"(kind {self.kind!r})")
+        if self.spectrum is not None:
+            spectrum = read_spectrum(self.spectrum, f"matrix {self.name}")
+            object.__setattr__(self, "spectrum", spectrum)
+            # the variance of a deterministic matrix is unused by the engine; it is set so that the
+            # Gaussian norm bound sqrt(v) (sqrt(rows) + sqrt(cols)) is its norm max |a_k| (docs/blocks.md)
+            top = sympy.Max(*[abs(a) for a, _ in spectrum])
+            object.__setattr__(self, "variance", (top if top != 0 else sympy.Integer(1)) ** 2 / (4 * self.shape[0]))
+        if self.kind == "haar":  # orthogonal: norm 1, which the Gaussian norm bound gives with this variance
+            object.__setattr__(self, "variance", sympy.Integer(1) / (4 * self.shape[0]))
+        if self.profile is not None:
+            if self.kind != "gaussian":
+                raise DomainError(f"matrix {self.name}: a variance profile is given for Gaussian matrices only "
+                                  f"(kind {self.kind!r})")
+            profile = read_profile(self.profile, f"matrix {self.name}")
+            object.__setattr__(self, "profile", profile)
+            if is_piecewise_constant(profile):  # a continuous one is discretized before any law (docs/blocks.md)
+                _, _, table = profile_grid(profile, f"matrix {self.name}")
+                top = sympy.Max(*[v for row in table for v in row])
+                # stored with maximum 1, its maximum moved into the variance: the same entry variances, and
+                # every norm bound made from the variance stays a bound
+                object.__setattr__(self, "profile", scale_profile(profile, 1 / top) if top != 1 else profile)
+                object.__setattr__(self, "variance", var * top)
 
     def children(self):
         return ()
@@ -260,11 +296,14 @@ class Matrix(Expr):
         return self.name
 
     def __repr__(self):
-        return f"Matrix({self.name!r}, ({self.shape[0]}, {self.shape[1]}), kind={self.kind!r}, variance={self.variance})"
+        extra = "" if self.spectrum is None else f", spectrum={self.spectrum}"
+        extra += "" if self.profile is None else f", profile={self.profile}"
+        return (f"Matrix({self.name!r}, ({self.shape[0]}, {self.shape[1]}), kind={self.kind!r}, "
+                f"variance={self.variance}{extra})")
 
 
-def gaussian(name, shape, variance=1):
-    """A matrix with iid real ``N(0, variance)`` entries.
+def gaussian(name, shape, variance=1, profile=None):
+    """A matrix with independent real ``N(0, variance)`` entries.
 
     Parameters
     ----------
@@ -274,8 +313,47 @@ def gaussian(name, shape, variance=1):
         Dimension symbols from :func:`dims`.
     variance : scalar, optional
         Entry variance, an expression in dimensions and parameters (default 1).
+    profile : str or sympy expression in ``r`` and ``c``, optional
+        Variance profile: entry ``(i, j)`` has variance
+        ``variance * profile(r = i/rows, c = j/cols)``; piecewise constant
+        (breakpoints read from ``Heaviside``), see docs/blocks.md.
     """
-    return Matrix(name, _shape(name, shape), "gaussian", variance)
+    return Matrix(name, _shape(name, shape), "gaussian", variance, None, profile)
+
+
+def deterministic(name, shape, spectrum):
+    """A symmetric deterministic matrix given by its atomic limiting spectrum.
+
+    ``spectrum`` maps each value to its weight (the weights are positive and
+    sum to 1; strings such as ``"1/2"`` are exact). The matrix is the
+    diagonal matrix with its values in the order given; several
+    deterministic matrices on one space are diagonal in the same basis, so
+    they commute (docs/blocks.md).
+
+    >>> import freeprob as fp
+    >>> p = fp.dims("p")
+    >>> fp.deterministic("D", (p, p), spectrum={1: "1/2", 4: "1/2"}).spectrum
+    ((1, 1/2), (4, 1/2))
+    """
+    return Matrix(name, _shape(name, shape), "deterministic", 1, spectrum)
+
+
+def haar(name, dim):
+    """A Haar-distributed orthogonal matrix of shape ``(dim, dim)``.
+
+    It may appear only as a conjugation ``O @ D @ O.T`` (or ``O.T @ D @ O``)
+    of a deterministic matrix ``D`` with at most two distinct eigenvalues
+    (docs/engine.md, "Haar rotations"): the rotated matrix is then
+    ``b_1 I + (b_2 - b_1) Q`` with ``Q`` the projection onto a uniformly
+    random subspace, which the engine writes with a Gaussian matrix and an
+    inverse.
+
+    >>> import freeprob as fp
+    >>> n = fp.dims("n")
+    >>> fp.haar("O", n).kind
+    'haar'
+    """
+    return Matrix(name, (dim, dim), "haar", 1)
 
 
 def _shape(name, shape):
@@ -397,7 +475,7 @@ class Transpose(Expr):
     def of(a):
         if isinstance(a, Transpose):
             return a.arg
-        if isinstance(a, Matrix) and a.kind in ("wigner", "identity"):
+        if isinstance(a, Matrix) and a.kind in SYMMETRIC_KINDS:
             return a
         if isinstance(a, Inverse):  # the inverse of a symmetric matrix is symmetric
             return a
@@ -516,7 +594,7 @@ def _letter(leaf, transposed):
 
 def transpose_word(word):
     """The word of the transposed monomial."""
-    return tuple(_letter(leaf, not t) for leaf, t in reversed(word))
+    return _commute_deterministic(tuple(_letter(leaf, not t) for leaf, t in reversed(word)))
 
 
 def word_str(word, coeff=1):
@@ -525,6 +603,24 @@ def word_str(word, coeff=1):
     if coeff == 1:
         return body
     return f"{sympy.sstr(coeff)} * {body}"
+
+
+def _commute_deterministic(word):
+    """``word`` with every run of adjacent deterministic letters sorted by name.
+
+    Deterministic matrices of one space are diagonal in one basis, so they
+    commute (docs/blocks.md); adjacent letters of a word share their space.
+    """
+    out, run = [], []
+    for letter in word + ((None, False),):
+        if letter[0] is not None and getattr(letter[0], "kind", None) == "deterministic":
+            run.append(letter)
+            continue
+        out.extend(sorted(run, key=lambda x: x[0].name))
+        run = []
+        if letter[0] is not None:
+            out.append(letter)
+    return tuple(out)
 
 
 def expand(expr, limit=20000):
@@ -567,7 +663,10 @@ def expand(expr, limit=20000):
             return out
         raise TypeError(f"not a matrix expression: {node!r}")
 
-    raw = rec(expr, False)
+    raw = {}
+    for w, c in rec(expr, False).items():
+        w = _commute_deterministic(w)
+        raw[w] = raw.get(w, 0) + c
     out = {}
     for w, c in raw.items():
         c = sympy.simplify(c) if c != 0 else c

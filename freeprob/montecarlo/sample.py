@@ -9,7 +9,11 @@ function is applied to every entry of its sampled argument (the nonlinear
 model itself, not its Gaussian equivalent), and a kernel matrix
 (:class:`~freeprob.expr.kernel.Kernel`) then has its diagonal set to 0. An
 inverse (:class:`~freeprob.expr.tree.Inverse`) is the numpy inverse of its
-sampled argument; a singular sample is a :class:`~freeprob.DomainError`. A law is read by duck type:
+sampled argument; a singular sample is a :class:`~freeprob.DomainError`. A deterministic matrix is
+the diagonal matrix of its spectrum's values, each on the coordinates ``i`` whose midpoint
+``(i + 1/2)/size`` falls in its cell (the order given); a Gaussian with a variance profile
+has entry ``(i, j)`` of variance ``variance * profile((i + 1/2)/rows, (j + 1/2)/cols)``
+(docs/blocks.md). A law is read by duck type:
 ``expr``, ``law`` (the kind), ``ratios`` and ``params``.
 """
 
@@ -21,9 +25,11 @@ import sympy
 from .._errors import DomainError
 from ..expr.entrywise import Entrywise
 from ..expr.kernel import Kernel
+from ..expr.profiles import C, ProfileTable, R
 from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose
 
-__all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "entrywise_function", "generator", "sample_bytes",
+__all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "deterministic_diagonal", "entrywise_function", "generator",
+           "profile_values", "sample_bytes",
            "sample_matrix", "sample_spectrum", "sizes_for", "spawn_generators"]
 
 #: Most memory one sample may hold (bytes of its matrices, see :func:`sample_bytes`): 10 GiB.
@@ -181,10 +187,17 @@ def sample_matrix(law, n, rng=None):
         a, b = sizes[node.shape[0]], sizes[node.shape[1]]
         if node.kind == "identity":
             m = np.eye(a)
+        elif node.kind == "deterministic":
+            m = np.diag(deterministic_diagonal(node, a))
+        elif node.kind == "haar":  # Q of the QR of a Gaussian, columns signed by R's diagonal: Haar distributed
+            q, r = np.linalg.qr(rng.standard_normal((a, a)))
+            m = q * np.where(np.diag(r) < 0, -1.0, 1.0)
         else:
             sd = np.sqrt(_scalar(node.variance, values))
             if node.kind == "gaussian":
                 m = sd * rng.standard_normal((a, b))
+                if node.profile is not None:
+                    m *= np.sqrt(profile_values(node, a, b))
             else:
                 g = rng.standard_normal((a, a))
                 m = sd * (g + g.T) / np.sqrt(2.0)
@@ -219,6 +232,38 @@ def sample_matrix(law, n, rng=None):
         return out
 
     return ev(law.expr)
+
+
+def deterministic_diagonal(node, size):
+    """The diagonal of a deterministic matrix at ``size``: value ``a_k`` where ``(i + 1/2)/size`` is in cell ``k``.
+
+    >>> import freeprob as fp
+    >>> p = fp.dims("p")
+    >>> deterministic_diagonal(fp.deterministic("D", (p, p), {1: "1/4", 4: "3/4"}), 4)
+    array([1., 4., 4., 4.])
+    """
+    mids = (np.arange(size) + 0.5) / size
+    out = np.empty(size)
+    lo = 0.0
+    for k, (a, w) in enumerate(node.spectrum):
+        hi = 1.0 if k == len(node.spectrum) - 1 else lo + float(w)
+        out[(mids >= lo) & (mids < hi) if k < len(node.spectrum) - 1 else mids >= lo] = float(a)
+        lo = hi
+    return out
+
+
+def profile_values(node, rows, cols):
+    """The profile of a Gaussian at the midpoints ``((i + 1/2)/rows, (j + 1/2)/cols)`` (a ``rows x cols`` array)."""
+    r = ((np.arange(rows) + 0.5) / rows)[:, None]
+    c = ((np.arange(cols) + 0.5) / cols)[None, :]
+    if isinstance(node.profile, ProfileTable):
+        f = node.profile.at
+    else:
+        f = sympy.lambdify((R, C), node.profile, modules=[{"Heaviside": lambda x, h0=0.5: np.heaviside(x, h0)}, "numpy"])
+    out = np.broadcast_to(np.asarray(f(r, c), dtype=float), (rows, cols))
+    if np.any(out < 0):
+        raise DomainError(f"the profile {node.profile} of {node.name} is negative at some entries")
+    return out
 
 
 def _inverse(node, m):

@@ -223,7 +223,7 @@ def _eliminate(const, n, passive_pairs):
     return kept
 
 
-def dyson_system(pencil, ratio_of, pair_of):
+def dyson_system(pencil, ratio_of, pair_of, block_of=None):
     """Build the reduced :class:`DysonSystem` of a self-adjoint pencil.
 
     Parameters
@@ -234,7 +234,14 @@ def dyson_system(pencil, ratio_of, pair_of):
     pair_of : callable
         Index -> the index it is paired with by the ``-1`` diagonal of ``Q``
         (or None), used to choose invertible 2x2 pivots.
+    block_of : callable, optional
+        Space -> the space whose block of the system its rows join (default:
+        itself). The parts of a split dimension (:mod:`freeprob.reduce.blocks`)
+        join the block of the dimension: rows of different parts are never
+        coupled, so the block is block-diagonal in the parts, while a rotation
+        of the ``u`` rows may combine parts.
     """
+    block_of = block_of or (lambda s: s)
     n = pencil.size
     cov = _covariance(pencil, ratio_of)
     active = set(range(pencil.n_u))
@@ -257,7 +264,7 @@ def dyson_system(pencil, ratio_of, pair_of):
     spaces, blocks = [], []
     where = {}
     for i in sorted(active):
-        sp = pencil.spaces[i]
+        sp = block_of(pencil.spaces[i])
         if sp not in spaces:
             spaces.append(sp)
             blocks.append([])
@@ -266,7 +273,7 @@ def dyson_system(pencil, ratio_of, pair_of):
         blocks[s].append(i)
     for i in active:
         for j in const[i]:
-            if j in active and pencil.spaces[i] != pencil.spaces[j] and const[i][j] != 0:
+            if j in active and block_of(pencil.spaces[i]) != block_of(pencil.spaces[j]) and const[i][j] != 0:
                 raise FreeProbError(f"internal error: constant couples rows of spaces {pencil.spaces[i]} and {pencil.spaces[j]}")
     b = []
     for s, rows in enumerate(blocks):

@@ -29,6 +29,7 @@ lets a law through that they do not cover.
 import sympy
 
 from .._errors import DomainError
+from .blocks import profile_max
 from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose, expand, transpose_word
 from .scaling import normalize
 
@@ -51,7 +52,11 @@ def norm_bound(node, norm):
         a, b = node.shape
         if node.kind == "identity":
             return sympy.Integer(1)
+        if node.kind == "deterministic":
+            return sympy.Max(*[sympy.Abs(a) for a, _ in node.spectrum])
         s = norm.leaf_scale[node]
+        if node.profile is not None:  # the largest variance of the profile bounds the norm
+            s = s * sympy.sqrt(profile_max(node))
         if node.kind == "wigner":
             return 2 * s * sympy.sqrt(a)
         return s * (sympy.sqrt(a) + sympy.sqrt(b))
@@ -73,6 +78,9 @@ def spectral_interval(node, norm):
     if isinstance(node, Matrix):
         if node.kind == "identity":
             return sympy.Integer(1), sympy.Integer(1)
+        if node.kind == "deterministic":
+            values = [a for a, _ in node.spectrum]
+            return sympy.Min(*values), sympy.Max(*values)
         r = norm_bound(node, norm)
         return -r, r
     if isinstance(node, Scaled):

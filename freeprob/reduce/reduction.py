@@ -9,9 +9,11 @@ covariance map and the reduced Dyson system. Numbers enter later, in
 
 import sympy
 
+from .blocks import check_blocks, has_blocks, refine
 from .dyson import dyson_system
 from .exchange import canonical_groups, head_structure, witness_expression
 from .._errors import DomainError, NotSelfAdjointError
+from ..expr.haar import has_haar, rotate
 from ..expr.entrywise import equivalence_report
 from ..expr.tree import LAWS, Expr, expand, transpose_word, word_str
 from .inverse import has_inverse, inverse_conditions
@@ -89,15 +91,27 @@ class Reduction:
         self.kind = kind
         self.dimensions = tuple(dimensions)
         self.equivalence = equivalence_report(expr)
+        if has_blocks(expr):
+            check_blocks(expr)
         if kind == "eigenvalues":
             check_symmetric(expr)
+        # Haar rotations O D O^T become b_1 I + (b_2 - b_1) Q, Q a random projection written with a fresh
+        # Gaussian and an inverse (freeprob.expr.haar); the projections' ranks are new dimensions w n
+        self.rotation_ratios = {}
+        if has_haar(expr):
+            expr, self.rotation_ratios = rotate(expr)
+            self.dimensions += tuple(self.rotation_ratios)
         self.structure = None
         self.symmetry_note = "symmetry quotient not asked for"
         if isinstance(symmetry, str) or not (isinstance(symmetry, bool) or hasattr(symmetry, "__iter__")):
             raise DomainError(f"symmetry: expected True, False or groups of term indices such as ((0, 1), (2, 3)), "
                               f"got {str(symmetry)[:80]!r}")
+        self.parts = None
         if symmetry and has_inverse(expr):
             self.symmetry_note = "no symmetry quotient: the expression contains an inverse (reduced in full)"
+        elif symmetry and has_blocks(expr):
+            self.symmetry_note = ("no symmetry quotient: the expression has deterministic matrices or variance "
+                                  "profiles (reduced in full, its dimensions split into parts)")
         elif symmetry:
             structure, why = head_structure(expr)
             if structure is not None and symmetry is not True:
@@ -114,6 +128,8 @@ class Reduction:
                 except QuotientError as exc:
                     self.symmetry_note = f"no symmetry quotient ({structure.describe()}): {exc}"
         self.system = self._reduce(expr)
+        if self.rotation_ratios:  # a projection's rank is w n: the system in the model's own dimensions
+            self.system = self.system.subs(self.rotation_ratios)
 
     def _reduce(self, expr):
         self.normalization = normalize(expr, self.dimensions)
@@ -130,7 +146,11 @@ class Reduction:
                 return None
             return i + m if i < nu + m else i - m
 
-        system = dyson_system(self.self_adjoint, lambda s: s, pair_of)
+        if has_blocks(expr):
+            self.parts = refine(self.self_adjoint, expr, pair_of)
+            system = dyson_system(self.parts.pencil, self.parts.ratio_of, self.parts.pair_of, self.parts.block_of)
+        else:
+            system = dyson_system(self.self_adjoint, lambda s: s, pair_of)
         return system.with_conditions(inverse_conditions(expr, self.normalization))
 
     def _reduce_quotient(self, structure):

@@ -78,7 +78,7 @@ class Normalization:
         if node in self.power:
             return self.power[node]
         if isinstance(node, Matrix):
-            if node.kind == "identity":
+            if node.kind in ("identity", "deterministic"):  # entries of order one, norm of order one
                 self.leaf_scale[node] = sympy.Integer(1)
                 q = sympy.Integer(0)
             else:
@@ -123,7 +123,7 @@ class Normalization:
         return q
 
     def _leaf_q(self, leaf):
-        if isinstance(leaf, Inverse):
+        if isinstance(leaf, Inverse) or leaf.kind == "deterministic":
             return sympy.Integer(0)
         _, qv = leading_term(leaf.variance, self.dimensions)
         return sympy.Rational(1, 2) + qv / 2
