@@ -11,6 +11,7 @@ and :func:`law_of` are the entry points.
 import threading
 from types import MappingProxyType
 
+import mpmath
 import numpy as np
 import sympy
 
@@ -18,7 +19,8 @@ from ._errors import ConvergenceError, DomainError, EliminationError
 from ._numbers import read_number
 from ._precision import check_dps, context, guard_digits, shared_precision, to_mpc, to_mpf
 from .expr.tree import Expr, Inverse, Matrix, Product, Scaled, Sum, Transpose, leaves
-from .reduce.inverse import inverse_norm_bound
+from .expr.haar import has_haar
+from .reduce.inverse import has_inverse, inverse_norm_bound
 from .reduce.reduction import Reduction
 from .scalar.closedform import (
     LawData,
@@ -538,7 +540,17 @@ class SpectralLaw:
             # the series at infinity does not start (inv(X^T X/n): the leading coefficient is singular):
             # the moments from G on a circle around the support, to the same digits
             return self._cache.get(("contour-moments", k, dps), lambda: contour_moments(
-                lambda z, d: self.cauchy(z, dps=d), k, dps or 15, self.scale, self.name))
+                lambda z, d: self.cauchy(z, dps=d), k, dps or 15, self._contour_radius(), self.name))
+
+    def _contour_radius(self):
+        """A bound of ``|x|`` on the support for :func:`contour_moments`: the verified support's edges when
+        they can be had (the norm bound of an inverse, ``1/gap``, can be far larger, and points far out
+        are harder to start), else :attr:`scale`."""
+        try:
+            edges = [abs(float(e)) for iv in self.support() for e in iv]
+        except ConvergenceError:
+            return self.scale
+        return max(edges + [abs(float(x)) for x, _ in self.atoms()]) * (1 + 1e-6)
 
     def _moments_float(self, k):
         try:
@@ -663,13 +675,28 @@ class SpectralLaw:
         b = norm_bound(self.expr, self.values())
         return b if self.law == "eigenvalues" else b * b
 
+    def _typical_log2(self):
+        """``log2`` of the law's typical size, ``sqrt(m_2)`` (eigenvalues) or ``m_1`` (squared singular
+        values), from the series (exact or 15 digits; None if it is not positive)."""
+        ms = self.moments(2)
+        m = ms[1] if self.law == "eigenvalues" else ms[0]
+        v = mpmath.mpf(str(sympy.N(sympy.re(m), 20))) if isinstance(m, sympy.Basic) else mpmath.mpf(m)
+        if not v > 0:
+            return None
+        return float(mpmath.log(v, 2)) / (2 if self.law == "eigenvalues" else 1)
+
     @property
     def _units(self):
         """None, or the :class:`~freeprob.units.InUnits` that answers numeric questions when the
         scale is far from one (:func:`~freeprob.units.unit_for`): the law of the expression divided
         by a power of two, converted back exactly."""
         def build():
-            e = unit_for(self._scale_bound(), self.law)
+            if has_inverse(self.expr) or has_haar(self.expr):
+                # the edge and atom searches of inverse pencils measure residuals absolutely, and a divided
+                # inverse moves its unknowns by the unit: these laws are solved as they are
+                return None
+            self.numeric_system  # a parameter without a value is reported here, by name
+            e = unit_for(self._typical_log2(), self.law)
             if e == 0:
                 return None
             divided = divided_expression(self.expr, self.values(), e)

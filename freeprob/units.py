@@ -46,17 +46,17 @@ __all__ = ["LOG2_SCALE_LIMIT", "InUnits", "divided_expression", "unit_for"]
 LOG2_SCALE_LIMIT = 10
 
 
-def unit_for(scale, law):
-    """The exponent ``e`` of the unit ``c = 2^e`` for a law of scale bound ``scale``, or 0.
+def unit_for(log2_size, law):
+    """The exponent ``e`` of the unit ``c = 2^e`` for a law whose values are of size ``2^log2_size``, or 0.
 
     ``law`` is ``"eigenvalues"`` (``k = c``) or ``"squared-singular-values"`` (``k = c^2``).
+    The size is the law's typical size (``sqrt(m_2)`` or ``m_1``), not a bound of its
+    support: a loose bound (25238 for a 64-head attention law supported in
+    ``[0, 5.2]``) would move a law that needs no unit.
     """
-    if not (np.isfinite(scale) and scale > 0):
+    if log2_size is None or not math.isfinite(log2_size) or abs(log2_size) <= LOG2_SCALE_LIMIT:
         return 0
-    log2 = math.log2(scale)
-    if abs(log2) <= LOG2_SCALE_LIMIT:
-        return 0
-    return round(log2) if law == "eigenvalues" else round(log2 / 2)
+    return round(log2_size) if law == "eigenvalues" else round(log2_size / 2)
 
 
 #: Node types the divided expression may rebalance (an entrywise or kernel node reads the entry

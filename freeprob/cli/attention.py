@@ -145,11 +145,17 @@ def cmd_attention_compare(args, out):
     if not patterns:
         raise DomainError(f"--patterns expects a comma-separated list, got {args.patterns!r}")
     tick, close = progress_bar(wants_progress(args), "compare", unit="step")
+
+    def say(line):
+        if "skipped" in line and not args.json:  # a configuration left out is part of the answer, not progress
+            tqdm.write(line, file=sys.stderr)
+        tick(line)
+
     try:
         rep = compare_patterns(heads, patterns, args.beta, l=args.l, d_h=args.dh, d_v=args.dv, d_out=args.dout,
                                grid=args.grid, points=args.points, dps=args.dps,
                                mc_size=0 if args.no_mc else args.mc_size, mc_reps=args.mc_reps, seed=args.seed,
-                               allocation=not args.no_allocation, progress=tick)
+                               allocation=not args.no_allocation, progress=say)
     finally:
         close()
     if args.plot:
