@@ -85,7 +85,7 @@ def main(argv=None):
         names = args.models.split(",")
     else:
         # the models whose support/atoms use the polynomial route by default
-        sizes = {name: fp.law_of(fp.find_model(name)).system.n_unknowns for name in fp.builtin_models()}
+        sizes = {name: fp.law_of(fp.find_model(name)).system.n_unknowns for name in fp.builtin_models() if not fp.has_continuous_profile(fp.find_model(name).expr)}
         names = [name for name, r in sizes.items() if r <= POLYNOMIAL_MAX_UNKNOWNS]
         skipped = [f"{name} ({r} unknowns)" for name, r in sizes.items() if r > POLYNOMIAL_MAX_UNKNOWNS]
         if skipped:

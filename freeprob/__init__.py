@@ -40,6 +40,7 @@ from .expr.equivalence import EntryCoefficients, GaussianEquivalent, gaussian_eq
 from .expr.modelfile import Model, builtin_models, find_model, load_model
 from .expr.tree import Inverse, deterministic, dims, expression_graph, gaussian, haar, identity, inv, wigner
 from .law import SpectralLaw, eigenvalue_law, law_of, singular_value_law
+from .profiled import has_continuous_profile, profile_moments
 from .montecarlo.check import CheckReport, check
 from .montecarlo.sample import sample_spectrum
 from .scalar.algebraic import (
@@ -95,6 +96,7 @@ __all__ = [
     "gaussian",
     "gaussian_equivalent",
     "haar",
+    "has_continuous_profile",
     "GaussianEquivalent",
     "identity",
     "inv",
@@ -108,6 +110,7 @@ __all__ = [
     "Model",
     "ModelFileError",
     "moments_from_free_cumulants",
+    "profile_moments",
     "NotSelfAdjointError",
     "RegimeError",
     "RegimeWarning",

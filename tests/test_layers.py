@@ -27,6 +27,7 @@ LAYERS = [
     ("freeprob.montecarlo", "montecarlo"),
     ("freeprob.law", "law"),
     ("freeprob.units", "law"),
+    ("freeprob.profiled", "law"),
     ("freeprob.attention", "attention"),
     ("freeprob.cli", "cli"),
     ("freeprob", "face"),

@@ -17,7 +17,7 @@ import sympy
 from .._errors import EliminationError, FreeProbError
 from .._precision import check_dps, context, mp_to_str, to_mpf
 from .common import MAX_DPS, MAX_MOMENTS, integer_in, model_of
-from .. import law_of
+from .. import has_continuous_profile, law_of, profile_moments
 
 __all__ = ["polynomial_report", "moments_report", "add_closedform_parsers", "cmd_moments"]
 
@@ -173,6 +173,11 @@ def moments_report(law, k, exact=False, as_json=False, dps=15):
     if exact and not all(isinstance(m, sympy.Basic) for m in ms):
         raise FreeProbError(f"no exact moments for {law.name}: elimination failed and the moments are not "
                             f"rational (an inverse); drop --exact for {dps} digits")
+    return _moments_text(law.name, ms, exact, as_json, dps, source)
+
+
+def _moments_text(name, ms, exact, as_json, dps, source):
+    k = len(ms)
     if exact:
         out = [str(sympy.sympify(m)) for m in ms]
     else:
@@ -180,7 +185,7 @@ def moments_report(law, k, exact=False, as_json=False, dps=15):
         out = [mp_to_str(to_mpf(ctx, sympy.re(m)) if isinstance(m, sympy.Basic) else m, dps) for m in ms]
     if as_json:
         return json.dumps({"moments": out})
-    lines = [f"# {law.name}: moments m_1..m_{k} ({'exact' if exact else f'{dps} digits'}), from {source}"]
+    lines = [f"# {name}: moments m_1..m_{k} ({'exact' if exact else f'{dps} digits'}), from {source}"]
     lines += [f"m{i + 1} = {m}" for i, m in enumerate(out)]
     return "\n".join(lines)
 
@@ -188,6 +193,11 @@ def moments_report(law, k, exact=False, as_json=False, dps=15):
 def cmd_moments(args, out):
     """Handler of ``freeprob moments``."""
     model = model_of(args)
+    if has_continuous_profile(model.expr):  # no law object: exact moments of discretized laws, extrapolated
+        ms = profile_moments(model.expr, model.law_kind, model.ratios, args.k, model.params)
+        source = f"discretized profiles on m x m cells (m = 1..{args.k + 3}), extrapolated exactly to m = oo"
+        out.write(_moments_text(model.name, ms, args.exact, args.json, check_dps(args.dps), source) + "\n")
+        return
     out.write(moments_report(law_of(model), args.k, exact=args.exact, as_json=args.json, dps=args.dps) + "\n")
 
 

@@ -79,9 +79,9 @@ def check_blocks(expr):
     """
     for leaf in leaves(expr):
         if leaf.kind == "gaussian" and leaf.profile is not None and not is_piecewise_constant(leaf.profile):
-            raise DomainError(f"matrix {leaf.name}: the profile {leaf.profile} is not piecewise constant on a grid; "
-                              f"its law is the limit of discretized ones: freeprob.reduce.blocks.discretize(expr, "
-                              f"cells) for several cell counts, then extrapolate (docs/blocks.md)")
+            raise DomainError(f"matrix {leaf.name}: the profile {leaf.profile} is not piecewise constant on a grid, "
+                              f"and a law of a continuous profile is not built yet; its exact moments are: "
+                              f"freeprob moments MODEL -k K --exact, or fp.profile_moments (docs/blocks.md)")
     stack = [expr]
     while stack:
         node = stack.pop()
