@@ -290,6 +290,8 @@ def _check_layer(argument):
         inner, gauss = bare
     if not (isinstance(inner, Entrywise) and isinstance(gauss, Matrix) and gauss.kind == "gaussian"):
         _refuse(argument, usage, "independent-product")
+    if hasattr(inner, "exponential"):  # a softmax node
+        _refuse(argument, f"the softmax {inner} cannot be a layer of a network", "independent-product")
     if getattr(inner, "diagonal_removed", False):
         _refuse(argument, f"the kernel matrix {inner} cannot be a layer of a network", "independent-product")
     if any(isinstance(n, Matrix) and n.name == gauss.name for n in _walk(inner, real=True)):
@@ -435,6 +437,9 @@ class EquivalenceReport:
         """The substitutions and their coefficients, one block per entrywise function."""
         lines = []
         for node in self.nodes:
+            if hasattr(node, "report_lines"):  # a node with its own form (softmax)
+                lines.extend(node.report_lines())
+                continue
             c = node.coefficients
             entries = "off-diagonal entries" if hasattr(node, "shift") else "entries"  # a kernel matrix
             lines.append(f"{node} -> {node.equivalent_str()}   (Gaussian equivalent of {node.name}({node.x}) = "
