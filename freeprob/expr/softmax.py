@@ -58,10 +58,9 @@ from functools import lru_cache
 import sympy
 
 from .._errors import DomainError, EquivalenceError, RegimeWarning
-from .._precision import context, guard_digits, to_mpf
 from .entrywise import COEFFICIENT_DPS, TIME_BUDGET, Entrywise, derive_coefficients, entry_variance, \
     equivalent_text, noise_name
-from .equivalence import EntryCoefficients, _exact_rational
+from .equivalence import EntryCoefficients, numeric_text
 from .tree import Expr, Scaled, gaussian
 
 __all__ = ["Softmax", "VARIANCE_WARN", "check_softmax_regime", "softmax", "softmax_coefficients"]
@@ -116,7 +115,7 @@ def _coefficient_text(c):
     def shown(value, how):
         if how == "exact":
             return f"{sympy.sstr(value)}   [exact]"
-        return f"{sympy.Float(value, 20)}   [numeric, {c.dps} digits]"
+        return f"{numeric_text(value)}   [numeric: quadrature at the precision asked]"
 
     return "\n".join([
         f"  mu1   = E u exp(u) / (s E exp(u))            = {shown(c.mu1, c.method.mu1)}",
@@ -146,13 +145,9 @@ def softmax_coefficients(variance, dps=COEFFICIENT_DPS, time_budget=TIME_BUDGET)
     if e.method.mu0 == e.method.mu1 == e.method.mu_star_sq == "exact":
         mu1 = sympy.simplify(e.mu1 / e.mu0)
         nu_sq = sympy.simplify(e.nu_sq / e.mu0 ** 2)
-    else:
-        if variance.free_symbols:
-            raise DomainError(f"softmax: the coefficients at entry variance {variance} have no closed form")
-        ctx = context(dps + guard_digits(dps))
-        e0 = to_mpf(ctx, e.mu0)
-        mu1 = _exact_rational(to_mpf(ctx, e.mu1) / e0, dps)
-        nu_sq = _exact_rational(to_mpf(ctx, e.nu_sq) / e0 ** 2, dps)
+    else:  # numbers without a closed form (GaussianMean), computed to the digits asked
+        mu1 = e.mu1 / e.mu0
+        nu_sq = e.nu_sq / e.mu0 ** 2
     normalized = EntryCoefficients(f=sympy.exp(_X), x=_X, variance=variance, mu0=sympy.Integer(0), mu1=mu1,
                                    nu_sq=nu_sq, method=e.method, dps=dps)
     return normalized, e
