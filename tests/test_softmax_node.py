@@ -64,8 +64,9 @@ def test_coefficients_are_those_of_the_normalized_exponential():
     assert sympy.simplify(BETA * c.mu1 - ge.mu1.xreplace({b: BETA})) == 0
     assert sympy.simplify(c.nu_sq - ge.mu_star_sq.xreplace({b: BETA})) == 0
     assert sympy.simplify(node.exponential.mu0 - sympy.exp(BETA ** 2 / 2)) == 0  # the row normalization E exp(u)
-    # the engine sees the equivalent (beta S + Z)/sqrt(l), Z of entry variance nu^2
-    assert node.noise.variance == c.nu_sq and node.noise.shape == (L, L)
+    # the engine sees the equivalent (beta S + nu Z)/sqrt(l), Z of unit entry variance
+    assert node.noise.variance == 1 and node.noise.shape == (L, L)
+    assert node.terms[1] == fp.gaussian(node.noise.name, (L, L)) * sympy.sqrt(c.nu_sq) / sympy.sqrt(L)
     assert str(node) == f"softmax({SCORES})"
 
 
@@ -163,7 +164,8 @@ def test_emitted_files_go_through_the_node_and_keep_the_quotient(tmp_path):
     assert main(["equations", str(path)], out=out) == 0
     text = out.getvalue()
     assert "symmetry quotient: 64 exchangeable terms in 8 groups of 8" in text
-    assert "Z64_softmax)/sqrt(l)" in text and "-beta**2 + exp(beta**2) - 1   [exact]" in text
+    assert "sqrt(-beta**2 + exp(beta**2) - 1)*Z64_softmax)/sqrt(l)" in text
+    assert "-beta**2 + exp(beta**2) - 1   [exact]" in text
 
 
 def test_monte_carlo_samples_the_real_softmax():

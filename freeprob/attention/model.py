@@ -14,7 +14,7 @@ with, for each head ``h = 1..H``, ``Q_h, K_h`` (``l x d_h``) iid ``N(0, 1)``,
 (:func:`freeprob.expr.softmax.softmax`), which the engine replaces by its
 Gaussian equivalent
 
-    (beta S_h + Z_h) / sqrt(l),     Z_h (l x l) iid N(0, c^2), independent across heads,
+    (beta S_h + c Z_h) / sqrt(l),     Z_h (l x l) iid N(0, 1), independent across heads,
 
 ``c^2 = exp(beta^2) - 1 - beta^2`` derived by the step that derives every
 entrywise node's coefficients (the Gaussian moments of ``exp`` at the entry
@@ -266,7 +266,7 @@ def model_text(cfg, name=None, description=None):
         "# Contract: the law of the squared singular values, over its l rows, of",
         "#   Y = sum_h sqrt(l) (A_h - 1 1^T/l) V_h W_h,  A_h = softmax(beta Q_h K_h^T / sqrt(d_h)) row-wise,",
         "# written softmax(beta Q_h K_h^T / sqrt(d_h)); freeprob replaces it by its Gaussian equivalent",
-        "# (beta S_h + Z_h)/sqrt(l), Z_h of entry variance exp(beta^2) - 1 - beta^2 (see: freeprob equations).",
+        "# (beta S_h + c Z_h)/sqrt(l), c^2 = exp(beta^2) - 1 - beta^2 derived (see: freeprob equations).",
         "# The heads are written once, as a sum over indexed matrices: Q[h] is the leaf Q_h of head h.",
     ]
     if cfg.coupling is not None:

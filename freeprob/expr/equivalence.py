@@ -12,8 +12,12 @@ Gaussian random matrix is described by three numbers (Hermite coefficients):
 They are derived by integrating against the Gaussian weight
 ``exp(-x^2/2)/sqrt(2 pi)`` over the real line with :func:`sympy.integrate`,
 never by hand; when SymPy cannot find a closed form (it returns an unevaluated
-integral, raises, or exceeds a time budget) the coefficient is computed by
-mpmath quadrature at the requested precision and marked ``"numeric"``.
+integral, raises, or exceeds a time budget; functions without Gaussian closed
+forms such as tanh are not searched at all) the coefficient is computed by
+mpmath quadrature at the requested precision and marked ``"numeric"``. At an
+entry variance (:func:`entry_coefficients`, the coefficients of entrywise
+nodes) such a coefficient is the number :class:`GaussianMean` of its
+integrand, computed to the digits each later computation asks for.
 
 For the normalized exponential ``f(x) = exp(beta x - beta^2/2)`` of softmax
 attention the integration gives ``mu0 = 1``, ``mu1 = beta`` and
@@ -697,12 +701,14 @@ class EntryCoefficients:
     mu0, mu1, nu_sq : sympy.Expr
         ``E f(u)``, ``E u f(u) / s`` and ``E f(u)^2 - mu0^2 - s mu1^2``:
         exact expressions (valid for all values of their symbols) where
-        :attr:`method` says ``"exact"``, else exact rationals of the
-        quadrature value to :attr:`dps` digits.
+        :attr:`method` says ``"exact"``, else expressions in the numbers
+        :class:`GaussianMean` of their integrands (no closed form; computed
+        by quadrature to the digits each conversion asks for).
     method : Coefficients
         ``"exact"`` or ``"numeric"`` for ``mu0``, ``mu1``, ``nu_sq``.
     dps : int
-        Digits of the numeric coefficients.
+        Digits to which the derivation computed the numeric coefficients
+        (checking that their integrals converge).
     """
 
     f: sympy.Expr
@@ -749,7 +755,8 @@ def entry_coefficients(f, x, variance, dps=50, time_budget=10.0):
     variance : sympy.Expr
         Positive, exact; may contain symbols (ratios, parameters).
     dps : int
-        Digits of coefficients computed by quadrature.
+        Digits to which coefficients without a closed form are first computed
+        (they are :class:`GaussianMean` numbers, recomputed to any precision).
     time_budget : float
         Seconds allowed to sympy per integral.
 

@@ -46,9 +46,9 @@ Examples
 >>> print(A)
 softmax((beta*Q) @ K.T/(sqrt(d)))
 >>> print(A.equivalent_str())
-((beta*Q) @ K.T/(sqrt(d)) + Z)/sqrt(l)
->>> A.coefficients.mu1, A.noise.variance
-(1, -beta**2 + exp(beta**2) - 1)
+((beta*Q) @ K.T/(sqrt(d)) + sqrt(-beta**2 + exp(beta**2) - 1)*Z)/sqrt(l)
+>>> A.coefficients.mu1, A.coefficients.nu_sq, A.noise.variance
+(1, -beta**2 + exp(beta**2) - 1, 1)
 """
 
 import warnings
@@ -95,8 +95,13 @@ class Softmax(Entrywise):
         return self.argument.shape[1]
 
     def equivalent_str(self):
-        """``(mu1*(M) + Z)/sqrt(n)``."""
-        return f"({equivalent_text(self.coefficients, str(self.argument), self.noise)})/sqrt({self.length})"
+        """``(mu1*(M) + nu*Z)/sqrt(n)``."""
+        text = equivalent_text(self.coefficients, str(self.argument), None)
+        if self.noise is not None:
+            nu = sympy.sqrt(self.coefficients.nu_sq)
+            shown = sympy.sstr(nu) if self.coefficients.method.mu_star_sq == "exact" else numeric_text(nu)
+            text = (text + " + " if text else "") + f"{shown}*{self.noise.name}"
+        return f"({text})/sqrt({self.length})"
 
     def report_lines(self):
         """The lines of :meth:`~freeprob.expr.entrywise.EquivalenceReport.text` for this node."""
@@ -107,7 +112,7 @@ class Softmax(Entrywise):
                  f"s = {c.variance}; row sums {n}*E exp(u) = {n}*{e.mu0}, no mean part)"]
         lines.append(_coefficient_text(c))
         if self.noise is not None:
-            lines.append(f"  {self.noise.name}: an independent Gaussian matrix of entry variance nu^2")
+            lines.append(f"  {self.noise.name}: an independent Gaussian matrix of unit entry variance")
         return lines
 
 
@@ -186,8 +191,8 @@ def softmax(argument, *, noise=None, dps=COEFFICIENT_DPS, time_budget=TIME_BUDGE
         :func:`~freeprob.expr.entrywise.entrywise`), typically ``beta Q @
         K.T / sqrt(d)``; the softmax runs along each row.
     noise : str, optional
-        The name of the independent Gaussian leaf ``Z`` (entry variance
-        ``nu^2``). Default: ``Z_softmax_<6 hex digits of the node>``.
+        The name of the independent Gaussian leaf ``Z`` (unit entry
+        variance, scaled by ``nu``). Default: ``Z_softmax_<6 hex digits of the node>``.
     dps, time_budget
         As in :func:`~freeprob.expr.entrywise.entrywise`.
 
@@ -225,8 +230,10 @@ def softmax(argument, *, noise=None, dps=COEFFICIENT_DPS, time_budget=TIME_BUDGE
         terms.append(Scaled.of(coeffs.mu1 / root, argument))
     leaf = None
     if coeffs.nu_sq != 0:
-        leaf = gaussian(noise, argument.shape, variance=coeffs.nu_sq)
-        terms.append(Scaled.of(1 / root, leaf))
+        # a unit-variance leaf scaled by nu (the form of the attention surrogate, which keeps the elimination of
+        # the polynomial route fast: a variance exp(s) - 1 - s slows it by orders of magnitude)
+        leaf = gaussian(noise, argument.shape)
+        terms.append(Scaled.of(sympy.sqrt(coeffs.nu_sq) / root, leaf))
     if not terms:
         raise EquivalenceError(f"softmax of {argument}: its entries are constant, softmax is 1 1^T/n exactly "
                                f"(no fluctuation)", condition="constant")
