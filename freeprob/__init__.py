@@ -36,6 +36,7 @@ from .attention import (
 )
 from .expr.entrywise import Entrywise, EquivalenceReport, entrywise, equivalence_report
 from .expr.kernel import Kernel, kernel_matrix
+from .expr.softmax import Softmax, softmax
 from .expr.equivalence import EntryCoefficients, GaussianEquivalent, gaussian_equivalent
 from .expr.modelfile import Model, builtin_models, find_model, load_model
 from .expr.tree import Inverse, deterministic, dims, expression_graph, gaussian, haar, identity, inv, wigner
@@ -120,6 +121,8 @@ __all__ = [
     "Semicircle",
     "ShapeError",
     "singular_value_law",
+    "softmax",
+    "Softmax",
     "SpectralLaw",
     "subordination",
     "wigner",

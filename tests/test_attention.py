@@ -60,33 +60,42 @@ def test_coefficients_come_from_the_symbolic_derivation():
     assert beta.is_real and mu1 == beta
 
 
-def test_builder_uses_whatever_the_derivation_returns(monkeypatch):
-    """Provenance: replace the derivation by a fake one and the model follows it."""
+def test_builder_uses_whatever_the_derivation_returns(monkeypatch, tmp_path):
+    """Provenance: replace the derivation of the softmax node by a fake one and the model follows it
+    (the builder's expression, the equations, the emitted file's law)."""
+    import dataclasses
+
     import freeprob.attention.equivalence as eq
+    import freeprob.expr.softmax as node
 
-    real = eq.gaussian_equivalent
+    real = node.derive_coefficients
 
-    def fake(f, *args, **kwargs):
-        ge = real(f, *args, **kwargs)
-        (b,) = ge.params
-        return ge.__class__(**{**ge.__dict__, "mu_star_sq": 7 * sympy.exp(b ** 2)})
+    def fake(*args, **kwargs):
+        e = real(*args, **kwargs)
+        return dataclasses.replace(e, nu_sq=7 * e.mu0 ** 2)
 
-    caches = (eq.softmax_coefficients,)  # the only cache: the derivation; laws are built per call
-    for cache in caches:
-        cache.cache_clear()
-    monkeypatch.setattr(eq, "gaussian_equivalent", fake)
+    eq.softmax_coefficients.cache_clear()
+    node.softmax_coefficients.cache_clear()
+    monkeypatch.setattr(node, "derive_coefficients", fake)
     try:
-        text = att.model_text(att.attention_config(1, "mha", 1))
-        beta = sympy.Symbol("beta", real=True)
-        assert f"({sympy.sqrt(7 * sympy.exp(beta ** 2))}) * Z[h]" in text
-        # and the law follows: the density differs from the true model's
+        cfg = att.attention_config(1, "mha", 1)
+        (mix,) = fp.equivalence_report(att.attention_expression(cfg)).nodes
+        assert mix.coefficients.nu_sq == 7 and att.softmax_coefficients()[2] == sympy.sqrt(7)
+        assert "sqrt(7)*Z_softmax" in mix.equivalent_str()
         fake_law = att.attention_law(1, "mha", 1)
+        assert "nu^2" in fp.equivalence_report(fake_law.expr).text()
         assert abs(fake_law.density_fast(np.array([0.5]))[0] - 0.1535986481558389) > 1e-2
+        path = tmp_path / "m.toml"
+        path.write_text(att.model_text(cfg))
+        assert fp.law_of(fp.load_model(path)).equations() == fake_law.equations()
     finally:
         monkeypatch.undo()
-        for cache in caches:
-            cache.cache_clear()
-    assert "sqrt(-beta**2 + exp(beta**2) - 1) * Z[h]" in att.model_text(att.attention_config(1, "mha", 1))
+        eq.softmax_coefficients.cache_clear()
+        node.softmax_coefficients.cache_clear()
+    (mix,) = fp.equivalence_report(att.attention_expression(att.attention_config(1, "mha", 1))).nodes
+    assert sympy.simplify(mix.coefficients.nu_sq - (sympy.exp(sympy.Symbol("beta", real=True) ** 2) - 1
+                                                    - sympy.Symbol("beta", real=True) ** 2)) == 0
+    assert "softmax(beta * Q[h] @ K[h].T / sqrt(d_h))" in att.model_text(att.attention_config(1, "mha", 1))
 
 
 def test_single_head_reduces_to_the_builtin_model_without_values_and_outputs():
@@ -125,16 +134,18 @@ def test_sharing_is_realized_by_reusing_leaves():
     def names(h, p):
         return sorted(m.name for m in att.attention_expression(att.attention_config(h, p)).leaves())
 
-    assert names(2, "mha") == ["K_1", "K_2", "Q_1", "Q_2", "V_1", "V_2", "W_1", "W_2", "Z_1", "Z_2"]
-    assert names(2, "mqa") == ["K", "Q_1", "Q_2", "V_1", "V_2", "W_1", "W_2", "Z_1", "Z_2"]
-    assert names(4, "gqa:2") == sorted(["K_1", "K_2", "V_1", "V_2"] + [f"{x}_{i}" for x in "QWZ" for i in range(1, 5)])
-    assert names(2, "shared-v") == ["K_1", "K_2", "Q_1", "Q_2", "V", "W_1", "W_2", "Z_1", "Z_2"]
-    assert names(2, "tied-kv") == ["K_1", "K_2", "Q_1", "Q_2", "W_1", "W_2", "Z_1", "Z_2"]
+    z = ["Z2_softmax", "Z_softmax"]  # the Gaussian parts of the softmax nodes, named as the model file names them
+    assert names(2, "mha") == ["K_1", "K_2", "Q_1", "Q_2", "V_1", "V_2", "W_1", "W_2"] + z
+    assert names(2, "mqa") == ["K", "Q_1", "Q_2", "V_1", "V_2", "W_1", "W_2"] + z
+    assert names(4, "gqa:2") == sorted(["K_1", "K_2", "V_1", "V_2"] + [f"{x}_{i}" for x in "QW" for i in range(1, 5)]
+                                       + ["Z_softmax", "Z2_softmax", "Z3_softmax", "Z4_softmax"])
+    assert names(2, "shared-v") == ["K_1", "K_2", "Q_1", "Q_2", "V", "W_1", "W_2"] + z
+    assert names(2, "tied-kv") == ["K_1", "K_2", "Q_1", "Q_2", "W_1", "W_2"] + z
     leaves = {m.name: m for m in att.attention_expression(att.attention_config(2, "mha")).leaves()}
     l, d_v = sympy.Symbol("l", positive=True), sympy.Symbol("d_v", positive=True)
     assert leaves["V_1"].variance == 1 / l
     assert leaves["W_1"].variance == 1 / (2 * d_v)
-    assert leaves["Z_1"].variance == 1 and leaves["Q_1"].variance == 1
+    assert leaves["Z_softmax"].variance == 1 and leaves["Q_1"].variance == 1
 
 
 @pytest.mark.parametrize("heads, pattern", [(2, "mqa"), (1, "tied-kv")])

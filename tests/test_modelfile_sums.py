@@ -119,8 +119,13 @@ def _close(a, b):
 def test_mha_64_heads_by_hand_is_the_attention_model(tmp_path):
     model = fp.load_model(_write(tmp_path, MHA.format(heads=64)))
     cfg = attention_config(64, "mha", 1, d_h="1/128", d_v="1/128", d_out="1/2")
-    # the same tree, leaf for leaf (the builder names its leaves as the expanded file does)
-    assert model.expr == attention_expression(cfg)
+    # the builder writes each head's centred softmax as the softmax node; with that node in place of the
+    # surrogate typed in by hand, the file is the same tree, leaf for leaf (the builder names its leaves as the
+    # expanded file does); the typed-in surrogate itself gives the same law (below, to 30 digits)
+    typed = f"(beta * Q[h] @ K[h].T / sqrt(d_h) + {C} * Z[h]) / sqrt(l)"
+    with_node = MHA.format(heads=64).replace(typed, "softmax(beta * Q[h] @ K[h].T / sqrt(d_h))")
+    assert with_node != MHA.format(heads=64)
+    assert fp.load_model(_write(tmp_path, with_node, "node.toml")).expr == attention_expression(cfg)
     assert dict(model.indices) == {"H": 64}
     law = fp.law_of(model)
     assert law.reduction.structure is not None, law.reduction.symmetry_note

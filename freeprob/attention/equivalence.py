@@ -2,8 +2,9 @@
 
 The derivation of Gaussian-equivalent coefficients is
 :mod:`freeprob.expr.equivalence` (one derivation for the whole engine: entrywise
-functions of model files use it too); this module derives the softmax
-exponential's coefficients with it, once.
+functions of model files use it too); the softmax node
+(:mod:`freeprob.expr.softmax`) derives the coefficients of softmax with it, and
+this module reads them for attention.
 """
 
 from functools import lru_cache
@@ -13,6 +14,7 @@ import sympy
 from .._errors import FreeProbError
 from .._precision import context, mp_to_str
 from ..expr.equivalence import Coefficients, GaussianEquivalent, gaussian_equivalent
+from ..expr.softmax import softmax_coefficients as node_coefficients
 
 __all__ = [
     "Coefficients",
@@ -25,28 +27,29 @@ __all__ = [
 
 @lru_cache(maxsize=1)
 def softmax_coefficients():
-    """The Gaussian-equivalent coefficients of the softmax exponential, derived symbolically once.
+    """The Gaussian-equivalent coefficients of softmax attention, from the softmax node's derivation.
 
-    Runs :func:`gaussian_equivalent` on ``exp(beta*x - beta**2/2)`` with
-    ``method="exact"`` (sympy integration) and maps its parameter to the real
-    symbol ``beta`` used by model files. The attention builder and the
-    real-softmax sampler both read the coefficients here.
+    The centred softmax of ``beta S`` (``S`` with unit-variance entries) is
+    replaced by ``(beta S + Z)/sqrt(l)``, ``Z`` of entry variance ``c^2``
+    (:func:`freeprob.expr.softmax.softmax_coefficients` at entry variance
+    ``beta^2``, the one derivation the attention builder's expression goes
+    through). In the form ``(mu1 S + c Z')/sqrt(l)``, ``Z'`` of unit entry
+    variance, they are returned for the real-softmax sampler and the reports.
 
     Returns
     -------
     beta : sympy.Symbol
         ``Symbol("beta", real=True)``.
     mu1 : sympy.Expr
-        The coefficient of the linear part, ``E xi f(xi)``.
+        The coefficient of ``S`` (``beta`` times the derived coefficient of ``beta S``).
     c : sympy.Expr
-        ``sqrt(E f^2 - mu0^2 - mu1^2)``, the amplitude of the independent
-        Gaussian part.
+        The amplitude of the independent Gaussian part, ``sqrt(nu^2)``.
 
     Raises
     ------
     FreeProbError
-        If the derivation does not give ``mu0 = 1``: then ``1 1^T/l`` would
-        not be the mean removed by the centering of the attention contract.
+        If the derivation is not exact, or the row normalization ``E exp(u)``
+        it divides by is not positive.
 
     Examples
     --------
@@ -54,14 +57,13 @@ def softmax_coefficients():
     >>> mu1, c
     (beta, sqrt(-beta**2 + exp(beta**2) - 1))
     """
-    ge = gaussian_equivalent("exp(beta*x - beta**2/2)", method="exact")
-    (sym,) = ge.params
     beta = sympy.Symbol("beta", real=True)
-    if sympy.simplify(ge.mu0 - 1) != 0:
-        raise FreeProbError(f"internal error: the normalized exponential has mu0 = {ge.mu0}, expected 1")
-    mu1 = ge.mu1.xreplace({sym: beta})
-    c = sympy.sqrt(ge.mu_star_sq.xreplace({sym: beta}))
-    return beta, mu1, c
+    normalized, exponential = node_coefficients(beta ** 2)
+    if "numeric" in normalized.method or not exponential.mu0.is_positive:
+        raise FreeProbError(f"internal error: the softmax coefficients at entry variance beta^2 are not exact "
+                            f"({normalized.method}) or the row normalization E exp(u) = {exponential.mu0} is not "
+                            f"positive")
+    return beta, sympy.simplify(beta * normalized.mu1), sympy.sqrt(normalized.nu_sq)
 
 
 def command_line_report(expr_string, params=None, dps=30):

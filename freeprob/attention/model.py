@@ -9,16 +9,17 @@ with, for each head ``h = 1..H``, ``Q_h, K_h`` (``l x d_h``) iid ``N(0, 1)``,
 ``S_h = Q_h K_h^T / sqrt(d_h)``, ``A_h = softmax(beta S_h)`` row-wise,
 ``V_h`` (``l x d_v``) iid ``N(0, 1/l)``, ``W_h`` (``d_v x d_out``) iid
 ``N(0, 1/(H d_v))``; for ``tied-kv``, ``V_h = K_h / sqrt(l)`` and
-``d_v = d_h``. The Gaussian equivalent replaces ``sqrt(l)(A_h - 1 1^T/l)`` by
+``d_v = d_h``. The centred softmax ``sqrt(l)(A_h - 1 1^T/l)`` is the node
+``softmax(beta S_h)`` of the expression language
+(:func:`freeprob.expr.softmax.softmax`), which the engine replaces by its
+Gaussian equivalent
 
-    (mu1 S_h + c Z_h) / sqrt(l),     Z_h (l x l) iid N(0, 1), independent across heads,
+    (beta S_h + c Z_h) / sqrt(l),     Z_h (l x l) iid N(0, 1), independent across heads,
 
-where ``mu1 = E xi f(xi)`` and ``c^2 = E f(xi)^2 - mu0^2 - mu1^2`` are the
-Hermite coefficients of the normalized exponential ``f(x) = exp(beta x -
-beta^2/2)``, obtained by symbolic integration in
-:func:`freeprob.attention.softmax_coefficients` (``mu0 = 1``,
-``mu1 = beta``, ``c^2 = exp(beta^2) - 1 - beta^2``); nothing here types them
-in. Sizes are ratios (``l``, ``d_h``, ``d_v``, ``d_out`` relative to a common
+``c^2 = exp(beta^2) - 1 - beta^2`` derived by the step that derives every
+entrywise node's coefficients (the Gaussian moments of ``exp`` at the entry
+variance ``beta^2`` of ``beta S_h``, divided by the row normalization);
+nothing here types them in. Sizes are ratios (``l``, ``d_h``, ``d_v``, ``d_out`` relative to a common
 scale ``N``), the inverse temperature ``beta`` a parameter.
 
 Sharing patterns are realized by reusing the same leaf of the expression
@@ -45,11 +46,11 @@ from pathlib import Path
 import sympy
 
 from .._errors import DomainError
-from ..expr.modelfile import load_model
+from ..expr.modelfile import generated_noise_name, load_model
+from ..expr.softmax import softmax
 from ..expr.tree import gaussian
 from ..law import singular_value_law
 from .config import DEFAULT_WIDTH, attention_config
-from .equivalence import softmax_coefficients
 from .regime import check_config_regime, check_regime
 
 __all__ = [
@@ -68,9 +69,9 @@ def _dimension(name):
 def attention_expression(cfg):
     """The Gaussian-equivalent expression ``Y_lin`` of a configuration (an :class:`~freeprob.expr.tree.Expr`).
 
-    Built with :func:`freeprob.gaussian`, ``@`` and sympy scalars from the
-    derived coefficients (:func:`~freeprob.attention.softmax_coefficients`).
-    Its scalars are the dimension symbols ``l, d_h, d_v, d_out`` (positive)
+    Built with :func:`freeprob.gaussian`, ``@``, sympy scalars and the
+    softmax node (:func:`freeprob.expr.softmax.softmax`, whose Gaussian
+    equivalent the engine reduces). Its scalars are the dimension symbols ``l, d_h, d_v, d_out`` (positive)
     and the parameter ``beta`` (real); sharing is the reuse of one leaf.
 
     Parameters
@@ -87,7 +88,8 @@ def attention_expression(cfg):
     Examples
     --------
     Leaf names are those of the model file (:func:`model_text`) once its
-    sums are expanded: ``Q_h``, ``Z_h``, ``W_h`` for head ``h = 1..H``,
+    sums are expanded: ``Q_h``, ``W_h`` for head ``h = 1..H`` and the
+    Gaussian part of its softmax (``Z_softmax`` for head 1, ``Zh_softmax``),
     ``K_g``/``V_g`` for the key/value of group ``g`` (of head ``h`` for mha),
     and ``K`` (mqa, gqa:1) or ``V`` (shared-v) for one matrix shared by all of
     several heads.
@@ -95,11 +97,11 @@ def attention_expression(cfg):
     >>> from freeprob.attention import attention_config
     >>> expr = attention_expression(attention_config(2, "mqa"))
     >>> sorted(m.name for m in expr.leaves())
-    ['K', 'Q_1', 'Q_2', 'V_1', 'V_2', 'W_1', 'W_2', 'Z_1', 'Z_2']
+    ['K', 'Q_1', 'Q_2', 'V_1', 'V_2', 'W_1', 'W_2', 'Z2_softmax', 'Z_softmax']
     >>> expr.shape
     (l, d_out)
     """
-    _, mu1, c = softmax_coefficients()
+    beta = sympy.Symbol("beta", real=True)
     l, d_h, d_v, d_out = (_dimension(n) for n in ("l", "d_h", "d_v", "d_out"))
     coupling = cfg.value_coupling()
     vdim = d_h if cfg.value_width_is_key_width else d_v
@@ -108,7 +110,6 @@ def attention_expression(cfg):
     for h in range(H):
         key = gaussian("K" if _one_key(cfg) else f"K_{cfg.key_index(h)}", (l, d_h))
         query = gaussian(f"Q_{h + 1}", (l, d_h))
-        noise = gaussian(f"Z_{h + 1}", (l, l))
         independent = None
         if coupling is None or coupling.b != 0:
             vname = "V" if _one_value(cfg) else f"V_{cfg.value_index(h)}"
@@ -119,7 +120,8 @@ def attention_expression(cfg):
             mixer = None if coupling.kind == "identity" else gaussian(f"M_{h + 1}", (d_h, d_v), 1 / d_h)
             value = _coupled_value(coupling, key, mixer, independent, sympy.sqrt(l))
         out = gaussian(f"W_{h + 1}", (vdim, d_out), 1 / (H * vdim))
-        mix = (mu1 * query @ key.T / sympy.sqrt(d_h) + c * noise) / sympy.sqrt(l)
+        # the file names the Gaussian leaf of its h-th softmax Z_softmax, Z2_softmax, ...: so does the builder
+        mix = softmax(beta * query @ key.T / sympy.sqrt(d_h), noise=generated_noise_name("softmax", h + 1))
         terms.append(mix @ value @ out)
     expr = terms[0]
     for term in terms[1:]:
@@ -175,14 +177,6 @@ def _one_value(cfg):
     return cfg.pattern == "shared-v" and cfg.heads > 1
 
 
-def _scalar_text(expr):
-    if expr.is_Atom:
-        return str(expr)
-    if expr.is_Pow and expr.exp == sympy.Rational(1, 2):
-        return f"sqrt({expr.base})"
-    return f"({expr})"
-
-
 def _structure(cfg):
     """``(expression text, {constant: value text and comment}, {matrix: (shape, variance text, index or None)})``.
 
@@ -192,8 +186,6 @@ def _structure(cfg):
     ``n*(g-1) + j``. Per-head matrices are families indexed by ``H``, per-group
     ones by ``G``; a matrix shared by several heads is a single matrix.
     """
-    _, mu1, c = softmax_coefficients()
-    mu1_text, c_text = _scalar_text(mu1), _scalar_text(c)
     coupling = cfg.value_coupling()
     vdim = "d_h" if cfg.value_width_is_key_width else "d_v"
     grouped = cfg.pattern.startswith("gqa:")
@@ -207,7 +199,6 @@ def _structure(cfg):
     mats = {"Q": (("l", "d_h"), "1", "H")}
     key = "K" if _one_key(cfg) else f"K[{group}]"
     mats["K"] = (("l", "d_h"), "1", None if _one_key(cfg) else per_group)
-    mats["Z"] = (("l", "l"), "1", "H")
     value = "V" if _one_value(cfg) else f"V[{group}]"
     if coupling is None or coupling.b != 0:
         mats["V"] = (("l", vdim), "1/l", None if _one_value(cfg) else per_group)
@@ -216,7 +207,7 @@ def _structure(cfg):
             mats["M"] = (("d_h", "d_v"), "1/d_h", "H")
         value = _value_text(coupling, key, value, head)
     mats["W"] = ((vdim, "d_out"), f"1/(H*{vdim})", "H")
-    term = f"({mu1_text} * Q[{head}] @ {key}.T / sqrt(d_h) + {c_text} * Z[{head}]) / sqrt(l) @ {value} @ W[{head}]"
+    term = f"softmax(beta * Q[{head}] @ {key}.T / sqrt(d_h)) @ {value} @ W[{head}]"
     text = f"sum(g, 1, G, sum(j, 1, n, {term}))" if grouped else f"sum(h, 1, H, {term})"
     return text, indices, mats
 
@@ -252,12 +243,11 @@ def model_text(cfg, name=None, description=None):
     >>> from freeprob.attention import attention_config
     >>> text = model_text(attention_config(64, "gqa:8"))
     >>> print(next(line for line in text.splitlines() if line.startswith("expression")))
-    expression = "sum(g, 1, G, sum(j, 1, n, (beta * Q[n*(g-1) + j] @ K[g].T / sqrt(d_h) + sqrt(-beta**2 + exp(beta**2) - 1) * Z[n*(g-1) + j]) / sqrt(l) @ V[g] @ W[n*(g-1) + j]))"
+    expression = "sum(g, 1, G, sum(j, 1, n, softmax(beta * Q[n*(g-1) + j] @ K[g].T / sqrt(d_h)) @ V[g] @ W[n*(g-1) + j]))"
     """
     expr_text, indices, mats = _structure(cfg)
     name = name or cfg.name
     if description is None:
-        _, _, c = softmax_coefficients()
         shared = {"mha": "independent heads", "mqa": "one K for all heads", "shared-v": "one V for all heads",
                   "tied-kv": "V_h = K_h/sqrt(l)"}.get(cfg.pattern, f"one K and one V per group of "
                                                                   f"{cfg.heads // cfg.groups} heads")
@@ -267,15 +257,16 @@ def model_text(cfg, name=None, description=None):
                        + ("M_h = I" if k.kind == "identity" else "M_h Gaussian of variance 1/d_h, one per head"))
         description = (
             f"Gaussian equivalent of centered {cfg.heads}-head softmax attention, pattern {cfg.pattern} ({shared}): "
-            f"squared singular values of sum_h (beta Q_h K_h^T/sqrt(d_h) + c Z_h)/sqrt(l) V_h W_h, c = {c} "
-            f"(derived by freeprob.attention.equivalence)"
+            f"squared singular values of sum_h softmax(beta Q_h K_h^T/sqrt(d_h)) V_h W_h, softmax(M) the centred "
+            f"row-wise softmax sqrt(l)(A - 1 1^T/l), reduced as its Gaussian equivalent"
         )
     lines = [
         f"# Generated by freeprob.attention.emit_model(heads={cfg.heads}, pattern={cfg.spec!r}, "
         f"beta={cfg.beta}, l={cfg.l}, d_h={cfg.d_h}, d_v={cfg.d_v}, d_out={cfg.d_out}).",
         "# Contract: the law of the squared singular values, over its l rows, of",
         "#   Y = sum_h sqrt(l) (A_h - 1 1^T/l) V_h W_h,  A_h = softmax(beta Q_h K_h^T / sqrt(d_h)) row-wise,",
-        "# replaced by its Gaussian equivalent (sqrt(l)(A_h - 1 1^T/l) -> (beta S_h + c Z_h)/sqrt(l)).",
+        "# written softmax(beta Q_h K_h^T / sqrt(d_h)); freeprob replaces it by its Gaussian equivalent",
+        "# (beta S_h + c Z_h)/sqrt(l), c^2 = exp(beta^2) - 1 - beta^2 derived (see: freeprob equations).",
         "# The heads are written once, as a sum over indexed matrices: Q[h] is the leaf Q_h of head h.",
     ]
     if cfg.coupling is not None:

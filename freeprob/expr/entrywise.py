@@ -78,17 +78,20 @@ import sympy
 
 from .._errors import ConvergenceError, DomainError, EquivalenceError, ScalingError
 from .._numbers import check_structure, parse_nonlinearity
-from .equivalence import EntryCoefficients, entry_coefficients
+from .equivalence import EntryCoefficients, GaussianMean, entry_coefficients, numeric_text
 from .tree import Expr, Matrix, Product, Scaled, Sum, Transpose, _walk, expand, gaussian
 
 __all__ = ["Entrywise", "EquivalenceReport", "check_function", "entry_variance", "entrywise", "entrywise_nodes",
            "derive_coefficients", "equivalence_report", "equivalent_text", "noise_name", "read_function"]
 
-#: Default digits of coefficients computed by quadrature.
+#: Default digits to which a coefficient without a closed form is first computed by quadrature (checking that its
+#: Gaussian integral converges); it is a :class:`~freeprob.expr.equivalence.GaussianMean` number, recomputed to the
+#: digits each later computation asks for.
 COEFFICIENT_DPS = 50
 #: Default seconds allowed to sympy for each Gaussian integral of an entrywise function (as
 #: :func:`~freeprob.expr.equivalence.gaussian_equivalent`). A closed form sympy finds in time is exact; one it does
 #: not is computed by quadrature and marked numeric, so on a loaded machine a coefficient may come out numeric.
+#: Functions without Gaussian closed forms (tanh, atan, ...) skip the symbolic attempt.
 TIME_BUDGET = 10.0
 
 
@@ -126,7 +129,7 @@ def equivalent_text(c, linear, noise):
     """``mu1*(linear) + Z`` for the coefficients ``c`` (a numeric ``mu1`` shown with 20 digits)."""
     parts = []
     if c.mu1 != 0:
-        shown = sympy.sstr(c.mu1) if c.method.mu1 == "exact" else str(sympy.Float(c.mu1, 20))
+        shown = sympy.sstr(c.mu1) if c.method.mu1 == "exact" else numeric_text(c.mu1)
         parts.append(linear if c.mu1 == 1 else f"{shown}*({linear})")
     if noise is not None:
         parts.append(noise.name)
@@ -290,6 +293,8 @@ def _check_layer(argument):
         inner, gauss = bare
     if not (isinstance(inner, Entrywise) and isinstance(gauss, Matrix) and gauss.kind == "gaussian"):
         _refuse(argument, usage, "independent-product")
+    if hasattr(inner, "exponential"):  # a softmax node
+        _refuse(argument, f"the softmax {inner} cannot be a layer of a network", "independent-product")
     if getattr(inner, "diagonal_removed", False):
         _refuse(argument, f"the kernel matrix {inner} cannot be a layer of a network", "independent-product")
     if any(isinstance(n, Matrix) and n.name == gauss.name for n in _walk(inner, real=True)):
@@ -363,13 +368,17 @@ def entrywise(f, argument, *, x="x", name="f", noise=None, dps=COEFFICIENT_DPS, 
         argument and the coefficients), the same for equal nodes (``f(M)``
         written twice is one matrix) and different for different ones.
     dps : int, optional
-        Digits of coefficients without a closed form (computed by
-        quadrature; default 50). Results of a law are the law of a surrogate
-        whose coefficients carry these digits.
+        Digits to which coefficients without a closed form are first
+        computed (by quadrature; default 50). Such a coefficient is the
+        number ``E g(xi)`` of its integrand
+        (:class:`~freeprob.expr.equivalence.GaussianMean`), recomputed by
+        quadrature to whatever precision a law asks for: a density at 80
+        digits has coefficients correct to 80 digits.
     time_budget : float, optional
-        Seconds allowed to sympy per Gaussian integral (default 10). tanh,
-        which has no closed form, costs two budgets the first time (the
-        coefficients are cached per function and variance).
+        Seconds allowed to sympy per Gaussian integral (default 10). A
+        function without Gaussian closed forms (tanh, atan, ...) skips
+        sympy and goes to quadrature at once (the coefficients are cached
+        per function and variance).
 
     Returns
     -------
@@ -435,6 +444,9 @@ class EquivalenceReport:
         """The substitutions and their coefficients, one block per entrywise function."""
         lines = []
         for node in self.nodes:
+            if hasattr(node, "report_lines"):  # a node with its own form (softmax)
+                lines.extend(node.report_lines())
+                continue
             c = node.coefficients
             entries = "off-diagonal entries" if hasattr(node, "shift") else "entries"  # a kernel matrix
             lines.append(f"{node} -> {node.equivalent_str()}   (Gaussian equivalent of {node.name}({node.x}) = "
@@ -457,9 +469,10 @@ class EquivalenceReport:
             c = node.coefficients
             out.append({
                 "function": f"{node.name}({node.x}) = {node.f}", "argument": str(node.argument),
-                "entry_variance": str(c.variance), "mu0": str(c.mu0), "mu1": str(c.mu1), "nu_sq": str(c.nu_sq),
+                "entry_variance": _shown(c.variance), "mu0": _value(c.mu0, c.method.mu0),
+                "mu1": _value(c.mu1, c.method.mu1), "nu_sq": _value(c.nu_sq, c.method.mu_star_sq),
                 "method": dict(mu0=c.method.mu0, mu1=c.method.mu1, nu_sq=c.method.mu_star_sq),
-                "numeric_digits": c.dps if "numeric" in c.method else None,
+                "numeric_digits": 30 if "numeric" in c.method else None,
                 "equivalent": node.equivalent_str(), "noise": node.noise.name if node.noise is not None else None,
                 "noise_kind": node.noise.kind if node.noise is not None else None,
             })
@@ -467,10 +480,15 @@ class EquivalenceReport:
 
 
 def _shown(value):
-    """An exact value for a report: a rational with a long denominator (from numeric coefficients) with 20 digits."""
-    if isinstance(value, sympy.Rational) and value.q > 10 ** 12:
-        return f"{sympy.Float(value, 20)} (numeric)"
+    """A value for a report: one without a closed form (from numeric coefficients of an inner layer) with 20 digits."""
+    if isinstance(value, sympy.Expr) and value.has(GaussianMean):
+        return f"{numeric_text(value)} (numeric)"
     return str(value)
+
+
+def _value(value, how):
+    """A coefficient as text: exact as it is, numeric as a decimal of 30 digits."""
+    return str(value) if how == "exact" else numeric_text(value, 30)
 
 
 def equivalence_report(expr):

@@ -12,8 +12,12 @@ Gaussian random matrix is described by three numbers (Hermite coefficients):
 They are derived by integrating against the Gaussian weight
 ``exp(-x^2/2)/sqrt(2 pi)`` over the real line with :func:`sympy.integrate`,
 never by hand; when SymPy cannot find a closed form (it returns an unevaluated
-integral, raises, or exceeds a time budget) the coefficient is computed by
-mpmath quadrature at the requested precision and marked ``"numeric"``.
+integral, raises, or exceeds a time budget; functions without Gaussian closed
+forms such as tanh are not searched at all) the coefficient is computed by
+mpmath quadrature at the requested precision and marked ``"numeric"``. At an
+entry variance (:func:`entry_coefficients`, the coefficients of entrywise
+nodes) such a coefficient is the number :class:`GaussianMean` of its
+integrand, computed to the digits each later computation asks for.
 
 For the normalized exponential ``f(x) = exp(beta x - beta^2/2)`` of softmax
 attention the integration gives ``mu0 = 1``, ``mu1 = beta`` and
@@ -33,6 +37,7 @@ from typing import NamedTuple
 
 import mpmath
 import sympy
+from sympy.core.symbol import Str
 
 from .._errors import ConvergenceError, DomainError
 from .._numbers import check_structure, parse_nonlinearity, read_number
@@ -41,6 +46,8 @@ from .._precision import check_dps, context, guard_digits, mp_to_str, to_mpf
 __all__ = [
     "Coefficients",
     "EntryCoefficients",
+    "GaussianMean",
+    "numeric_text",
     "GaussianEquivalent",
     "entry_coefficients",
     "gaussian_equivalent",
@@ -108,6 +115,20 @@ def _within_budget(func, seconds):
             gc.enable()
 
 
+#: Functions whose Gaussian moments have no closed form: sympy searches for one until its budget runs out.
+_NO_CLOSED_FORM = (sympy.tanh, sympy.coth, sympy.sech, sympy.csch, sympy.atan, sympy.acot)
+
+
+def _without_closed_form(g, x):
+    """Whether ``g`` applies a function of :data:`_NO_CLOSED_FORM` to an argument in ``x`` (and is not odd).
+
+    ``E tanh(xi)^2``, ``E xi tanh(xi)`` and the like are not elementary (nor
+    in the special functions sympy knows), so the symbolic attempt is skipped
+    rather than timed out: the coefficient is computed by quadrature at once.
+    """
+    return any(isinstance(node, _NO_CLOSED_FORM) and x in node.free_symbols for node in sympy.preorder_traversal(g))
+
+
 @lru_cache(maxsize=256)
 def _integrate_gaussian(g, x, budget):
     """``E g(xi)`` in closed form, or None; ``x`` is a real symbol, ``budget`` seconds or None.
@@ -118,6 +139,8 @@ def _integrate_gaussian(g, x, budget):
     """
     if g.subs(x, -x) + g == 0 or sympy.expand(g.subs(x, -x) + g) == 0:
         return sympy.Integer(0)
+    if _without_closed_form(g, x):
+        return None
     start = time.monotonic()
     weight = sympy.exp(-x**2 / 2) / sympy.sqrt(2 * sympy.pi)
     try:
@@ -184,6 +207,7 @@ def _quad_expectation(g, x, dps):
     ``10**-dps`` (relative for values above 1 in magnitude, absolute below),
     else :class:`ConvergenceError`.
     """
+    g = _numbers_of(g, dps + guard_digits(dps) + 10)
     kinks = _kinks(g, x)
     values = []
     for work in (dps + guard_digits(dps), dps + 2 * guard_digits(dps)):
@@ -214,6 +238,16 @@ def _quad_expectation(g, x, dps):
             f"{dps + 2 * guard_digits(dps)} digits; try a lower dps or a smoother nonlinearity",
             residual=diff, dps=dps)
     return high
+
+
+def _numbers_of(g, dps):
+    """``g`` with every :class:`GaussianMean` inside it (a coefficient of an inner layer) replaced by its value
+    to ``dps`` digits (computed at exactly those digits: nested layers add 10 digits each, not a margin)."""
+    atoms = g.atoms(GaussianMean)
+    if not atoms:
+        return g
+    return g.xreplace({a: sympy.Float(mp_to_str(_mean_value(a.integrand, dps, margin=False), dps + 3), dps + 3)
+                       for a in atoms})
 
 
 # ----------------------------------------------------------------------------
@@ -503,6 +537,7 @@ def gaussian_equivalent(f, x="x", params=None, *, positive=(), dps=30, method="a
         for n in needs:
             g = integrands[n].xreplace({real[s]: values[s] for s in syms})
             numeric[n] = _quad_expectation(g, _REAL_X, dps)
+            _remember(g, dps, numeric[n])
 
     def coefficient(n):
         if exact[n] is not None:
@@ -541,6 +576,113 @@ def gaussian_equivalent(f, x="x", params=None, *, positive=(), dps=30, method="a
 _SD = sympy.Dummy("sd", positive=True)
 
 
+#: The integrands of the GaussianMean numbers made in this process, by key (the sympy representation of g in xi).
+_INTEGRANDS = {}
+#: The most precise quadrature value of each integrand computed in this process: g -> (digits, value).
+_BEST = {}
+
+
+def _remember(g, dps, value):
+    best = _BEST.get(g)
+    if best is None or best[0] < dps:
+        _BEST[g] = (dps, value)
+
+
+def _mean_value(g, dps, margin=True):
+    """``E g(xi)`` to ``dps`` digits: the most precise value computed so far when it has enough digits, else
+    quadrature (:func:`_quad_expectation`) at ``dps`` digits, or with ``margin`` at ``dps + 20`` rounded up
+    to a multiple of 10."""
+    best = _BEST.get(g)
+    if best is not None and best[0] >= dps:
+        return best[1]
+    # a computation asks for a few more digits at a time (guard digits, a verification, the cancellation in
+    # nu^2 = E g^2 - mu0^2 - s mu1^2): one quadrature with a margin serves the next requests
+    work = -(-(dps + 20) // 10) * 10 if margin else dps
+    value = _quad_expectation(g, _REAL_X, work)
+    _remember(g, work, value)
+    return value
+
+
+class GaussianMean(sympy.Function):
+    """``E g(xi)``, ``xi ~ N(0, 1)``: a real number without a closed form, computed by quadrature at any precision.
+
+    Made by :func:`gaussian_mean`. The number stays unevaluated in
+    expressions (its one argument is an opaque key, so that no rewriting of
+    the expressions it enters reaches the integrand); :meth:`evalf` (and so
+    every conversion to an mpmath number at ``dps`` digits,
+    :func:`freeprob._precision.to_mpf`) runs tanh-sinh quadrature at that
+    precision, checked at two working precisions (:func:`_quad_expectation`,
+    a :class:`~freeprob.ConvergenceError` when the two disagree), so a
+    coefficient derived by quadrature carries the digits each computation
+    asks for, not those of its derivation.
+
+    Examples
+    --------
+    >>> m = gaussian_mean(sympy.tanh(_REAL_X) ** 2, _REAL_X)
+    >>> print(m)
+    E[tanh(x)**2]
+    >>> m.evalf(30)
+    0.394294490397841174416459772444
+    >>> str(m.evalf(60))[:62]
+    '0.394294490397841174416459772444119560573790749422305097621123'
+    """
+
+    nargs = 1
+    is_real = True
+    is_finite = True
+
+    @classmethod
+    def eval(cls, key):
+        return None
+
+    @property
+    def is_number(self):
+        return True
+
+    @property
+    def integrand(self):
+        """``g``, in the real variable of this module."""
+        return _INTEGRANDS[self.args[0].name]
+
+    def __reduce_ex__(self, protocol):
+        return gaussian_mean, (self.integrand, _REAL_X)
+
+    def _eval_evalf(self, prec):
+        dps = max(15, mpmath.libmp.prec_to_dps(prec))
+        value = _mean_value(self.integrand, dps)
+        return sympy.Float(mp_to_str(value, dps + 3), dps + 3)
+
+    def _shown_integrand(self):
+        return self.integrand.xreplace({_REAL_X: sympy.Symbol("x")})
+
+    def _sympystr(self, printer):
+        return f"E[{printer.doprint(self._shown_integrand())}]"
+
+    def _pretty(self, printer):
+        from sympy.printing.pretty.stringpict import prettyForm
+
+        return prettyForm(f"E[{sympy.sstr(self._shown_integrand())}]")
+
+    def _latex(self, printer, exp=None):
+        tex = r"\mathbb{E}\left[" + printer.doprint(self._shown_integrand()) + r"\right]"
+        return tex if exp is None else f"{tex}^{{{exp}}}"
+
+
+def numeric_text(value, digits=20):
+    """A number without a closed form (an expression in :class:`GaussianMean`) as a decimal of ``digits`` digits."""
+    return str(sympy.Float(sympy.sympify(value).evalf(digits), digits))
+
+
+def gaussian_mean(g, x):
+    """The number :class:`GaussianMean` ``E g(xi)`` of ``g`` (a function of ``x`` with no other symbol)."""
+    g = sympy.sympify(g).xreplace({x: _REAL_X})
+    if g.free_symbols - {_REAL_X}:
+        raise DomainError(f"a Gaussian mean needs a function of one variable with no other symbol, got {g}")
+    key = sympy.srepr(g)
+    _INTEGRANDS.setdefault(key, g)
+    return GaussianMean(Str(key))
+
+
 @dataclass(frozen=True)
 class EntryCoefficients:
     """Gaussian-equivalent coefficients of ``f`` applied to entries ``u ~ N(0, s)``.
@@ -559,12 +701,14 @@ class EntryCoefficients:
     mu0, mu1, nu_sq : sympy.Expr
         ``E f(u)``, ``E u f(u) / s`` and ``E f(u)^2 - mu0^2 - s mu1^2``:
         exact expressions (valid for all values of their symbols) where
-        :attr:`method` says ``"exact"``, else exact rationals of the
-        quadrature value to :attr:`dps` digits.
+        :attr:`method` says ``"exact"``, else expressions in the numbers
+        :class:`GaussianMean` of their integrands (no closed form; computed
+        by quadrature to the digits each conversion asks for).
     method : Coefficients
         ``"exact"`` or ``"numeric"`` for ``mu0``, ``mu1``, ``nu_sq``.
     dps : int
-        Digits of the numeric coefficients.
+        Digits to which the derivation computed the numeric coefficients
+        (checking that their integrals converge).
     """
 
     f: sympy.Expr
@@ -580,7 +724,7 @@ class EntryCoefficients:
         def shown(value, how):
             if how == "exact":
                 return f"{sympy.sstr(value)}   [exact]"
-            return f"{sympy.Float(value, 20)}   [numeric, {self.dps} digits]"
+            return f"{numeric_text(value)}   [numeric: quadrature at the precision asked]"
 
         return "\n".join([
             f"  mu0   = E f(u)                       = {shown(self.mu0, self.method.mu0)}",
@@ -611,7 +755,8 @@ def entry_coefficients(f, x, variance, dps=50, time_budget=10.0):
     variance : sympy.Expr
         Positive, exact; may contain symbols (ratios, parameters).
     dps : int
-        Digits of coefficients computed by quadrature.
+        Digits to which coefficients without a closed form are first computed
+        (they are :class:`GaussianMean` numbers, recomputed to any precision).
     time_budget : float
         Seconds allowed to sympy per integral.
 
@@ -636,13 +781,20 @@ def entry_coefficients(f, x, variance, dps=50, time_budget=10.0):
     (sqrt(2)*sqrt(s)/(2*sqrt(pi)), 1/2, s*(-2 + pi)/(4*pi))
     """
     variance = sympy.sympify(variance)
-    symbolic = bool(variance.free_symbols)
+    # a variance with a number without closed form (an inner layer's coefficient) is integrated as a symbol too;
+    # its value (to the digits of the derivation) serves only the quadrature that checks the integrals converge
+    inner = variance.has(GaussianMean) and not variance.free_symbols
+    symbolic = bool(variance.free_symbols) or inner
     sd = _SD if symbolic else sympy.sqrt(variance)
     g = f.xreplace({x: sd * x})
     params = sorted(g.free_symbols - {x}, key=lambda s: s.name)
     positive = [_SD.name] if symbolic else []
+    values = None
+    if inner:
+        values = {_SD.name: _exact_rational(to_mpf(context(dps + guard_digits(dps)), sympy.sqrt(variance)),
+                                            dps + guard_digits(dps))}
     try:
-        ge = gaussian_equivalent(g, x=x, positive=positive, dps=dps, time_budget=time_budget)
+        ge = gaussian_equivalent(g, x=x, params=values, positive=positive, dps=dps, time_budget=time_budget)
     except DomainError as exc:
         if "numerically needs a value" not in str(exc):
             raise
@@ -655,18 +807,22 @@ def entry_coefficients(f, x, variance, dps=50, time_budget=10.0):
             + (f"{'; ' if symbolic and shown else ''}write the value of {shown} into the function" if shown else "")
         ) from None
     back = {_SD: sympy.sqrt(variance)} if symbolic else {}
+    g = g.xreplace(back)
     mu0 = ge.mu0.xreplace(back)
     ex = ge.mu1.xreplace(back)
     how = ge.method
+    # a coefficient without a closed form is the number GaussianMean of its integrand (quadrature at the
+    # precision each computation asks for, never the digits of this derivation); quadrature needs numbers, so
+    # the variance is a number here (a symbolic one was refused above)
     if how.mu1 == "exact":
         mu1 = sympy.simplify(ex / sympy.sqrt(variance))
     else:
-        ctx = context(dps + guard_digits(dps))
-        mu1 = _exact_rational(to_mpf(ctx, ex) / to_mpf(ctx, sympy.sqrt(variance)), dps)
+        mu1 = gaussian_mean(x * g, x) / sympy.sqrt(variance)
     if how.mu0 != "exact":
-        mu0 = _exact_rational(to_mpf(context(dps + guard_digits(dps)), mu0), dps)
-    nu_sq = ge.mu_star_sq.xreplace(back)
-    nu_sq = sympy.simplify(nu_sq) if how.mu_star_sq == "exact" else \
-        _exact_rational(to_mpf(context(dps + guard_digits(dps)), nu_sq), dps)
+        mu0 = gaussian_mean(g, x)
+    if how.mu_star_sq == "exact":
+        nu_sq = sympy.simplify(ge.mu_star_sq.xreplace(back))
+    else:
+        nu_sq = gaussian_mean(g ** 2, x) - mu0 ** 2 - variance * mu1 ** 2
     return EntryCoefficients(f=f, x=x, variance=variance, mu0=sympy.simplify(mu0), mu1=mu1, nu_sq=nu_sq,
                              method=how, dps=dps)

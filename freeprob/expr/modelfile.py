@@ -124,9 +124,11 @@ from .._errors import DomainError, EquivalenceError, ModelFileError, NotSelfAdjo
 from .._numbers import ALLOWED_FUNCTIONS, ScalarGrammar, read_number
 from .entrywise import entrywise
 from .kernel import kernel_matrix
+from .softmax import Softmax, check_softmax_regime, softmax
 from .tree import LAWS, Expr, Matrix, Sum, as_scalar, inv
 
-__all__ = ["MAX_TERMS", "Model", "load_model", "parse_model", "parse_expression", "builtin_models", "find_model"]
+__all__ = ["MAX_TERMS", "Model", "generated_noise_name", "load_model", "parse_model", "parse_expression",
+           "builtin_models", "find_model"]
 
 _KEYS = {"name", "description", "law", "expression", "dimensions", "parameters", "indices", "matrices", "functions",
          "define"}
@@ -136,7 +138,8 @@ MAX_TERMS = 4096
 #: Names a model file may not declare: what each one is.
 _RESERVED_NAMES = {"sum": "sum(i, first, last, term) is a sum over an index",
                    "inv": "inv(M) is the inverse of a square symmetric matrix expression",
-                   "zero_diagonal": "zero_diagonal(f(X @ X.T / sqrt(p))) is a kernel matrix"}
+                   "zero_diagonal": "zero_diagonal(f(X @ X.T / sqrt(p))) is a kernel matrix",
+                   "softmax": "softmax(M) is the centred row-wise softmax sqrt(n) (A - 1 1^T/n) of an m x n matrix"}
 
 
 class Model:
@@ -348,6 +351,8 @@ class MatrixGrammar(ScalarGrammar):
             return self.scope.apply(node.func.id, node, self)
         if isinstance(node.func, ast.Name) and node.func.id == "zero_diagonal" and self.scope is not None:
             return self.scope.zero_diagonal(node, self)
+        if isinstance(node.func, ast.Name) and node.func.id == "softmax" and self.scope is not None:
+            return self.scope.softmax(node, self)
         return super().eval_Call(node)
 
     def inverse(self, node):
@@ -451,6 +456,18 @@ class MatrixGrammar(ScalarGrammar):
         return super().call(name, args)
 
 
+def generated_noise_name(fname, k):
+    """The name a model file gives the Gaussian leaf of the ``k``-th argument of ``fname`` (from 1): Z_f, Z2_f, ...
+
+    The names declared in the file are skipped (the next ``k`` is used), so a
+    builder that writes a file without such names can name its leaves alike.
+
+    >>> generated_noise_name("softmax", 1), generated_noise_name("softmax", 2)
+    ('Z_softmax', 'Z2_softmax')
+    """
+    return f"Z_{fname}" if k == 1 else f"Z{k}_{fname}"
+
+
 class _Scope:
     """The ``[functions]`` and ``[define]`` of one file: definitions read when first used, entrywise nodes made once.
 
@@ -502,7 +519,7 @@ class _Scope:
         """A fresh leaf name for the Gaussian part of ``fname``'s next argument: Z_f, then Z2_f, Z3_f, ..."""
         k = 1
         while True:
-            name = f"Z_{fname}" if k == 1 else f"Z{k}_{fname}"
+            name = generated_noise_name(fname, k)
             if name not in self.taken and not any(re.fullmatch(re.escape(fam) + r"(_[0-9]+)+", name)
                                                   for fam in self.families):
                 self.taken.add(name)
@@ -527,6 +544,24 @@ class _Scope:
             try:
                 self.nodes[key] = kernel_matrix(self.functions[fname], arg, x=self.x, name=fname,
                                                 noise=self.noise_name(fname))
+            except (EquivalenceError, ScalingError, DomainError) as exc:
+                located = copy.copy(exc)
+                located.args = (f"{grammar.what} {exc} (in {grammar.shown()})",)
+                raise located from None
+        return self.nodes[key]
+
+    def softmax(self, node, grammar):
+        """``softmax(M)``: the centred row-wise softmax of a matrix (one node per argument)."""
+        usage = "softmax(M), e.g. softmax(beta * Q @ K.T / sqrt(d_h))"
+        if node.keywords or len(node.args) != 1 or isinstance(node.args[0], ast.Starred):
+            grammar.fail(f"softmax takes one argument: {usage},")
+        arg = grammar.eval(node.args[0])
+        if not isinstance(arg, Expr):
+            grammar.fail(f"softmax applies to a matrix, not to the scalar {arg}: {usage},")
+        key = ("softmax", arg)
+        if key not in self.nodes:
+            try:
+                self.nodes[key] = softmax(arg, noise=self.noise_name("softmax"))
             except (EquivalenceError, ScalingError, DomainError) as exc:
                 located = copy.copy(exc)
                 located.args = (f"{grammar.what} {exc} (in {grammar.shown()})",)
@@ -754,6 +789,9 @@ def parse_model(data, where="<model>"):
     for sym in list(ratios):
         if sym not in used and sym not in expr.free_scalars():
             del ratios[sym]
+    variances = {node.coefficients.variance for node in scope.nodes.values() if isinstance(node, Softmax)}
+    for variance in sorted(variances, key=str):  # the regime of softmax at the file's parameter values
+        check_softmax_regime(variance.subs(params), f"{where}: softmax with scores of entry variance {variance}")
     desc = data.get("description", "")
     return Model(name, desc, law, text, expr, ratios, params, where, {k: int(v) for k, v in constants.items()})
 

@@ -7,7 +7,10 @@ so the user's own scale factors are what is tested. An entrywise function
 (:class:`~freeprob.expr.entrywise.Entrywise`) is evaluated for real: its
 function is applied to every entry of its sampled argument (the nonlinear
 model itself, not its Gaussian equivalent), and a kernel matrix
-(:class:`~freeprob.expr.kernel.Kernel`) then has its diagonal set to 0. An
+(:class:`~freeprob.expr.kernel.Kernel`) then has its diagonal set to 0; a
+softmax node (:class:`~freeprob.expr.softmax.Softmax`) is the real row-wise
+softmax ``A`` of its sampled argument, centred and scaled, ``sqrt(n) (A - 1
+1^T/n)`` (not its Gaussian equivalent). An
 inverse (:class:`~freeprob.expr.tree.Inverse`) is the numpy inverse of its
 sampled argument; a singular sample is a :class:`~freeprob.DomainError`. A deterministic matrix is
 the diagonal matrix of its spectrum's values, each on the coordinates ``i`` whose midpoint
@@ -26,10 +29,11 @@ from .._errors import DomainError
 from ..expr.entrywise import Entrywise
 from ..expr.kernel import Kernel
 from ..expr.profiles import C, ProfileTable, R
+from ..expr.softmax import Softmax
 from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose
 
-__all__ = ["MAX_SAMPLE_BYTES", "check_sample_size", "deterministic_diagonal", "entrywise_function", "generator",
-           "profile_values", "sample_bytes",
+__all__ = ["MAX_SAMPLE_BYTES", "centred_softmax", "check_sample_size", "deterministic_diagonal", "entrywise_function",
+           "generator", "profile_values", "sample_bytes",
            "sample_matrix", "sample_spectrum", "sizes_for", "spawn_generators"]
 
 #: Most memory one sample may hold (bytes of its matrices, see :func:`sample_bytes`): 10 GiB.
@@ -165,6 +169,20 @@ def entrywise_function(node, values):
     return lambda m: np.broadcast_to(np.asarray(g(m), dtype=float), np.shape(m)).copy()
 
 
+def centred_softmax(m):
+    """``sqrt(n) (A - 1 1^T/n)`` for ``A`` the row-wise softmax of the ``k x n`` array ``m``.
+
+    Examples
+    --------
+    >>> a = centred_softmax(np.array([[0.0, np.log(3.0)]]))   # A = [1/4, 3/4]
+    >>> a.round(6).tolist(), bool(abs(a.sum()) < 1e-15)
+    ([[-0.353553, 0.353553]], True)
+    """
+    n = m.shape[1]
+    e = np.exp(m - m.max(axis=1, keepdims=True))
+    return math.sqrt(n) * (e / e.sum(axis=1, keepdims=True) - 1.0 / n)
+
+
 def sample_matrix(law, n, rng=None):
     """One sample of the expression of ``law`` at size ``n`` (numpy array).
 
@@ -211,6 +229,8 @@ def sample_matrix(law, n, rng=None):
             return cache[node]
         if isinstance(node, Matrix):
             out = leaf(node)
+        elif isinstance(node, Softmax):  # before Sum: the real softmax, not the equivalent
+            out = centred_softmax(ev(node.argument))
         elif isinstance(node, Entrywise):  # before Sum: the real function, not the equivalent
             out = entrywise_function(node, values)(ev(node.argument))
             if isinstance(node, Kernel):
