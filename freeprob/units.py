@@ -56,6 +56,8 @@ def unit_for(log2_size, law):
     """
     if log2_size is None or not math.isfinite(log2_size) or abs(log2_size) <= LOG2_SCALE_LIMIT:
         return 0
+    if abs(log2_size) > 996:  # beyond double precision (1e300) even in units: the law refuses its scale
+        return 0
     return round(log2_size) if law == "eigenvalues" else round(log2_size / 2)
 
 

@@ -355,7 +355,7 @@ def test_leaves_and_dimensions_are_typed():
                lambda: fp.gaussian("X", (P, N), np.array([1.0])), lambda: fp.dims(""), lambda: fp.dims("1 2"),
                lambda: fp.dims(None), lambda: X / 0, lambda: X / 0.0):
         refused(fn)
-    assert "kind must be one of" in str(refused(lambda: fp.expr.tree.Matrix("X", (P, N), "haar")))
+    assert "kind must be one of" in str(refused(lambda: fp.expr.tree.Matrix("X", (P, N), "unitary")))
 
 
 def test_models_and_overrides_are_typed():

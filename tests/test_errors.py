@@ -113,7 +113,7 @@ def variant(**changes):
         (variant(expression="X @ Y.T / n"), "expression"),
         (variant(expression="X @ X.T / q"), "expression"),
         (variant(matrices={"X": {"kind": "gaussian", "shape": ["p", "k"]}}), "matrices.X.shape"),
-        (variant(matrices={"X": {"kind": "haar", "shape": ["p", "n"]}}), "matrices.X.kind"),
+        (variant(matrices={"X": {"kind": "unitary", "shape": ["p", "n"]}}), "matrices.X.kind"),
         (variant(matrices={"X": {"kind": "gaussian", "shape": ["p", "n"], "varience": "1"}}), "matrices.X.varience"),
         (variant(law="spectrum"), "law"),
         (variant(dimensions={"p": "abc", "n": 1}), "dimensions.p"),
