@@ -48,6 +48,7 @@ __all__ = [
     "EntryCoefficients",
     "GaussianMean",
     "numeric_text",
+    "coefficient_value_text",
     "GaussianEquivalent",
     "entry_coefficients",
     "gaussian_equivalent",
@@ -673,6 +674,13 @@ def numeric_text(value, digits=20):
     return str(sympy.Float(sympy.sympify(value).evalf(digits), digits))
 
 
+def coefficient_value_text(value, how):
+    """A coefficient as printed by ``freeprob equations``: exact, or a decimal marked numeric (``how``: its method)."""
+    if how == "exact":
+        return f"{sympy.sstr(value)}   [exact]"
+    return f"{numeric_text(value)}   [numeric: quadrature at the precision asked]"
+
+
 def gaussian_mean(g, x):
     """The number :class:`GaussianMean` ``E g(xi)`` of ``g`` (a function of ``x`` with no other symbol)."""
     g = sympy.sympify(g).xreplace({x: _REAL_X})
@@ -721,11 +729,7 @@ class EntryCoefficients:
     dps: int
 
     def __str__(self):
-        def shown(value, how):
-            if how == "exact":
-                return f"{sympy.sstr(value)}   [exact]"
-            return f"{numeric_text(value)}   [numeric: quadrature at the precision asked]"
-
+        shown = coefficient_value_text
         return "\n".join([
             f"  mu0   = E f(u)                       = {shown(self.mu0, self.method.mu0)}",
             f"  mu1   = E u f(u) / s                 = {shown(self.mu1, self.method.mu1)}",

@@ -60,7 +60,7 @@ import sympy
 from .._errors import DomainError, EquivalenceError, RegimeWarning
 from .entrywise import COEFFICIENT_DPS, TIME_BUDGET, Entrywise, derive_coefficients, entry_variance, \
     equivalent_text, noise_name
-from .equivalence import EntryCoefficients, numeric_text
+from .equivalence import EntryCoefficients, coefficient_value_text, numeric_text
 from .tree import Expr, Scaled, gaussian
 
 __all__ = ["Softmax", "VARIANCE_WARN", "check_softmax_regime", "softmax", "softmax_coefficients"]
@@ -117,11 +117,7 @@ class Softmax(Entrywise):
 
 
 def _coefficient_text(c):
-    def shown(value, how):
-        if how == "exact":
-            return f"{sympy.sstr(value)}   [exact]"
-        return f"{numeric_text(value)}   [numeric: quadrature at the precision asked]"
-
+    shown = coefficient_value_text
     return "\n".join([
         f"  mu1   = E u exp(u) / (s E exp(u))            = {shown(c.mu1, c.method.mu1)}",
         f"  nu^2  = E exp(2u) / (E exp(u))^2 - 1 - s mu1^2 = {shown(c.nu_sq, c.method.mu_star_sq)}",
