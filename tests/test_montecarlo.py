@@ -129,3 +129,20 @@ def test_layer_imports(package, allowed):
             assert module.startswith(allowed), (path.name, module)
             if module != f"freeprob.{package}" and not module.startswith(LOW):
                 assert not [n for n in names if n.startswith("_")], (path.name, module, names)
+
+
+def test_report_columns_stay_apart_for_huge_values():
+    """A failing check of a badly scaled model has |t| in the millions and moments near 1e100; the table's
+    columns must still be separated by blanks, so the row splits into its eight fields."""
+    from freeprob.montecarlo.check import CheckReport
+
+    stat = {"name": "m4", "theory": -1.23456789e100, "at_n": 9.87654321e99, "at_half": 1.5e-300,
+            "extrapolated": -7.5e100, "se": 1.25e-100, "t": -1.2345e9, "passed": False}
+    small = dict(stat, name="m1", theory=1.0, at_n=1.0, at_half=1.0, extrapolated=1.0, se=0.01, t=0.5, passed=True)
+    report = CheckReport(model="m", n=10, reps=2, seed=0, ks=0.1, ks_half=0.2, statistics=(stat, small),
+                         critical=5.0, passed=False)
+    rows = [line for line in report.text().splitlines() if line.startswith(("m4", "m1"))]
+    assert rows[0].split()[:7] == ["m4", "-1.23457e+100", "9.87654e+99", "1.5e-300", "-7.5e+100", "1.25e-100",
+                                   "1.23e+09"]
+    assert rows[0].endswith("<-- FAIL")
+    assert rows[1].split() == ["m1", "1", "1", "1", "1", "1.00e-02", "0.50"]

@@ -90,9 +90,11 @@ class CheckReport:
             f"{'statistic':<14}{'theory':>14}{'at N':>14}{'at N/2':>14}{'N->inf':>14}{'s.e.':>11}{'|t|':>7}",
         ]
         for s in self.statistics:
+            t = abs(s["t"])
             lines.append(
                 f"{s['name']:<14}{s['theory']:>14.6g}{s['at_n']:>14.6g}{s['at_half']:>14.6g}"
-                f"{s['extrapolated']:>14.6g}{s['se']:>11.2e}{abs(s['t']):>7.2f}" + ("" if s["passed"] else "  <-- FAIL")
+                f"{s['extrapolated']:>14.6g}{s['se']:>11.2e}{_cell(t, '.2f' if t < 1e4 else '.2e', 7)}"
+                + ("" if s["passed"] else "  <-- FAIL")
             )
         lines.append(
             f"verdict: {'PASS' if self.passed else 'FAIL'} (every |t| <= {self.critical:.2f}: Student t with "
@@ -102,6 +104,11 @@ class CheckReport:
         )
         return "\n".join(lines)
 
+
+
+def _cell(value, spec, width):
+    """``value`` formatted by ``spec``, right-aligned in ``width`` and never touching the column before it."""
+    return " " + f"{value:{spec}}".rjust(width - 1)
 
 def finite_size_rate(expr):
     """The exponent ``r`` of the finite-size bias ``c N^-r`` of linear statistics: 1/2 with a kernel matrix, else 1."""
