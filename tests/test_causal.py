@@ -131,6 +131,10 @@ def test_sample_causal_objects_share_the_draw_and_validate():
         att.sample_causal(30, 10, 10, 10, 1.0, objects=("masked",))
     with pytest.raises(DomainError, match="skip"):
         att.sample_causal(30, 10, 10, 10, 1.0, skip=30)
+    with pytest.raises(DomainError, match="d_h must be a positive integer"):
+        att.sample_causal(30, 0, 10, 10, 1.0)
+    with pytest.raises(DomainError, match="beta must be a finite real"):
+        att.sample_causal(30, 10, 10, 10, float("nan"))
     with pytest.raises(DomainError, match="square"):
         att.causal_softmax(np.zeros((2, 3)), 1.0)
 

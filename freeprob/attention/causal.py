@@ -24,16 +24,25 @@ why freeprob does not solve them: docs/causal.md.
 """
 
 import math
+import numbers
 
 import numpy as np
 
 from .._errors import DomainError
-from .softmax import _check_beta, _check_size, softmax_gaussian_equivalent
+from .config import positive_int
+from .softmax import softmax_gaussian_equivalent
 
 __all__ = ["CAUSAL_OBJECTS", "causal_softmax", "cesaro_mean", "sample_causal"]
 
 #: The objects :func:`sample_causal` can return.
 CAUSAL_OBJECTS = ("centred", "uncentred", "linear")
+
+
+def _beta_float(beta):
+    """A finite real inverse temperature as a float (DomainError otherwise)."""
+    if isinstance(beta, bool) or not isinstance(beta, numbers.Real) or not math.isfinite(beta):
+        raise DomainError(f"beta must be a finite real number, got {beta!r}")
+    return float(beta)
 
 
 def cesaro_mean(l):
@@ -51,7 +60,7 @@ def cesaro_mean(l):
      [3 3 2]
      [2 2 2]]
     """
-    l = _check_size("l", l)
+    l = positive_int("l", l)
     return np.tril(np.ones((l, l))) / np.arange(1, l + 1)[:, None]
 
 
@@ -134,11 +143,11 @@ def sample_causal(l, d_h, d_v, d_out, beta, *, objects=CAUSAL_OBJECTS, skip=0, r
     >>> sorted(out), out["centred"].shape, out["linear-tail"].shape
     (['centred', 'centred-tail', 'linear', 'linear-tail'], (40,), (36,))
     """
-    l = _check_size("l", l)
-    d_h = _check_size("d_h", d_h)
-    d_v = _check_size("d_v", d_v)
-    d_out = _check_size("d_out", d_out)
-    beta = _check_beta(beta)
+    l = positive_int("l", l)
+    d_h = positive_int("d_h", d_h)
+    d_v = positive_int("d_v", d_v)
+    d_out = positive_int("d_out", d_out)
+    beta = _beta_float(beta)
     objects = tuple(objects)
     unknown = [o for o in objects if o not in CAUSAL_OBJECTS]
     if unknown or not objects:
