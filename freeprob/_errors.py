@@ -92,8 +92,9 @@ class EquivalenceError(RegimeError):
         growth), ``"real"`` (it is not real on the real line),
         ``"integrable"`` (its Gaussian integrals are not finite),
         ``"constant"`` (it has no bulk: ``mu1 = nu = 0``), ``"gram"`` (a kernel
-        matrix of an argument that is not a Gram matrix) or ``"centred"`` (an
-        inner layer of a deep network with a nonzero mean).
+        matrix of an argument that is not a Gram matrix), ``"centred"`` (an
+        inner layer of a deep network with a nonzero mean) or
+        ``"causal-mask"`` (a softmax under the causal mask, docs/causal.md).
     """
 
     def __init__(self, message, condition=None):

@@ -13,7 +13,8 @@ The public names, by step:
 * law: :func:`softmax_coefficients`, :func:`attention_expression`,
   :func:`attention_law`, :func:`model_text`, :func:`emit_model`;
 * sampling: :func:`sample_attention`, :func:`sample_config`,
-  :func:`config_sizes`;
+  :func:`config_sizes`; under the causal mask (no law, docs/causal.md):
+  :func:`sample_causal`, :func:`causal_softmax`, :func:`cesaro_mean`;
 * checks: :func:`check_attention`, :func:`multi_size_check`,
   :func:`compare_patterns` (with :func:`allocation_study`,
   :func:`width_study`), :func:`plot_check`;
@@ -34,6 +35,7 @@ hide them. So :func:`freeprob.attention.sweep.sweep` is exported here as
 """
 
 from .._errors import RegimeWarning
+from .causal import CAUSAL_OBJECTS, causal_softmax, cesaro_mean, sample_causal
 from .check import AttentionCheckReport, check_attention, multi_size_check, rank_atom
 from .compare import ComparisonReport, allocation_study, compare_patterns, same_system, width_study
 from .config import (
@@ -65,6 +67,7 @@ from .sweep import sweep as attention_sweep
 
 __all__ = [
     "BETA_WARN",
+    "CAUSAL_OBJECTS",
     "COUPLINGS",
     "DEFAULT_HEADS",
     "MAX_HEADS",
@@ -87,6 +90,8 @@ __all__ = [
     "attention_law",
     "attention_sizes",
     "attention_sweep",
+    "causal_softmax",
+    "cesaro_mean",
     "check_attention",
     "check_regime",
     "command_line_report",
@@ -108,6 +113,7 @@ __all__ = [
     "regime_parameter",
     "same_system",
     "sample_attention",
+    "sample_causal",
     "sample_config",
     "softmax_coefficients",
     "softmax_gaussian_equivalent",

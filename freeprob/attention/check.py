@@ -176,7 +176,7 @@ class AttentionCheckReport:
 def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v=None,
                     d_out=DEFAULT_WIDTH, sizes=(375, 750, 1500, 3000), reps=None, seed=0, trim=3, moments=3,
                     quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), rates=(0.5, 1.0), level=1e-3, linear=False,
-                    progress=None):
+                    progress=None, causal=False):
     """Real softmax attention at several sizes against the Gaussian-equivalent law (module docstring).
 
     Parameters
@@ -206,6 +206,10 @@ def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d
         Sample the Gaussian-equivalent surrogate instead (a control: it must pass).
     progress : callable, optional
         Called with a line of text after each size.
+    causal : bool, optional
+        The causal mask: refused by :func:`~freeprob.attention.attention_config`
+        (EquivalenceError) before anything is sampled; the causal evidence is
+        docs/causal.md.
 
     Returns
     -------
@@ -218,13 +222,15 @@ def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d
     RegimeError
         ``exp(2 beta^2)`` larger than the smallest sequence length
         (:func:`freeprob.attention.check_regime`), and for ``tied-qk``.
+    EquivalenceError
+        ``causal=True``.
 
     Notes
     -----
     With the defaults (four sizes 375..3000, 48/24/12/6 replicates) two heads
     take about 30 s on two idle cores (one sample at ``N = 3000`` about 3 s).
     """
-    cfg = attention_config(heads, pattern, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)
+    cfg = attention_config(heads, pattern, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out, causal=causal)
     sizes = _check_sizes(sizes, rates)
     lengths = [config_sizes(cfg, n)["l"] for n in sizes]
     epsilon = check_regime(cfg.beta, min(lengths), head_dim=min(config_sizes(cfg, n)["d_h"] for n in sizes))

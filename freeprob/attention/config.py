@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from .._errors import DomainError, RegimeError, ShapeError
+from .._errors import DomainError, EquivalenceError, RegimeError, ShapeError
 from .._numbers import read_number
 from ..expr.modelfile import MAX_TERMS
 
@@ -44,6 +44,21 @@ _TIED_QK = (
     "and the output is of order l, not the O(1) law of (beta S + c Z)/sqrt(l). Use distinct query and "
     "key matrices; freeprob.attention.sample_attention(..., pattern='tied-qk', allow_outside_regime=True) "
     "samples the real layer to show the failure."
+)
+
+
+_CAUSAL = (
+    "causal=True (each query attends to earlier tokens only) is refused, so no law is returned; the "
+    "derivation and the Monte-Carlo evidence are in docs/causal.md. Under the mask the mean of A_h is the "
+    "Cesaro matrix M_ij = 1[j <= i]/i, and the Gaussian equivalent of sqrt(l)(A_h - M) is "
+    "(sqrt(l)/i)(beta S_ij + c Z_ij - row mean) on j <= i: (1) its score part is the masked product "
+    "1[j <= i](Q_h K_h^T)_ij, which is not a product of independent Gaussian matrices that the engine can "
+    "reduce; (2) its row weight sqrt(l)/i is a variance profile 1[c <= r]/r^2 (r = i/l, c = j/l) whose "
+    "integral diverges, so every moment of the law is infinite (the mean of the spectrum grows like "
+    "(d_out/l)(exp(beta^2) - 1) log l); (3) the first exp(2 beta^2) tokens are outside the Gaussian regime "
+    "at every length. Monte-Carlo of real causal softmax does approach this equivalent (beta = 1), but "
+    "freeprob has no solver for it. Sample the real layer with freeprob.attention.sample_causal, or drop "
+    "causal=True for the non-causal law."
 )
 
 
@@ -315,7 +330,8 @@ class AttentionConfig:
                 f"d_out={self.d_out}")
 
 
-def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH):
+def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH,
+                     causal=False):
     """Validate a configuration.
 
     Parameters
@@ -335,6 +351,9 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
         Ratios of the sequence length, the query/key width per head, the
         value width per head and the output width. Default ``l = 1``,
         ``d_h = d_out = 1/2``, ``d_v = d_h``.
+    causal : bool, optional
+        The causal mask (query ``i`` attends to keys ``j <= i``). Refused:
+        see Raises and docs/causal.md.
 
     Returns
     -------
@@ -349,6 +368,11 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
         ``tied-kv`` or an identity coupling with ``d_v != d_h``.
     RegimeError
         ``tied-qk``.
+    EquivalenceError
+        ``causal=True`` (condition ``"causal-mask"``): the Gaussian
+        equivalent of masked softmax is a masked score product with an
+        unbounded variance profile, whose law has no finite moment and
+        which freeprob cannot solve (docs/causal.md).
 
     Examples
     --------
@@ -357,7 +381,15 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
     ('gqa:2', 2, 3/2, 1/2)
     >>> attention_config(2, "mqa+kv-gaussian:1:1/2").spec
     'mqa+kv-gaussian:1:1/2'
+    >>> attention_config(1, "mha", 1, causal=True)
+    Traceback (most recent call last):
+      ...
+    freeprob._errors.EquivalenceError: causal=True (each query attends to earlier tokens only) is refused, ...
     """
+    if not isinstance(causal, bool):
+        raise DomainError(f"causal must be True or False, got {causal!r}")
+    if causal:
+        raise EquivalenceError(_CAUSAL, condition="causal-mask")
     heads = positive_int("heads", heads)
     if heads > MAX_TERMS:
         # the model file of the configuration (emit_model) holds at most MAX_TERMS terms

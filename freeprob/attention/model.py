@@ -299,7 +299,7 @@ def _quote(text):
 
 
 def attention_law(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH,
-                  seq_len=None):
+                  seq_len=None, causal=False):
     """The limiting squared-singular-value law of centered multi-head attention (Gaussian equivalent).
 
     Parameters
@@ -322,6 +322,8 @@ def attention_law(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v
         A finite sequence length the law is meant to describe; enables the
         regime checks of :func:`check_regime` at that length and at the
         query/key width ``seq_len * d_h / l``.
+    causal : bool, optional
+        The causal mask; refused (see Raises and docs/causal.md).
 
     Returns
     -------
@@ -335,6 +337,11 @@ def attention_law(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v
         For ``tied-qk`` (the diagonal of ``Q Q^T/sqrt(d_h)`` grows like
         ``sqrt(d_h)`` and softmax saturates on it), and, when ``seq_len`` is
         given, for ``exp(2 beta^2) > seq_len`` or ``seq_len d_h/l <= 4 beta^2``.
+    EquivalenceError
+        ``causal=True`` (condition ``"causal-mask"``): the Gaussian
+        equivalent of masked softmax is a masked score product under an
+        unbounded variance profile; its law has no finite moment and freeprob
+        has no solver for it (docs/causal.md).
     DomainError, ShapeError
         See :func:`attention_config`.
 
@@ -371,7 +378,7 @@ def attention_law(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v
     >>> fmt(law.density("0.5", dps=30), 25)
     '0.2091383396098217134031242'
     """
-    cfg = attention_config(heads, pattern, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)
+    cfg = attention_config(heads, pattern, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out, causal=causal)
     check_config_regime(cfg, seq_len)
     return singular_value_law(attention_expression(cfg), cfg.ratios, {"beta": cfg.beta}, name=cfg.name,
                               symmetry=head_groups(cfg))

@@ -3,7 +3,7 @@
 ::
 
     freeprob attention [--heads H] [--pattern P] [--beta B] [--l L] [--dh DH] [--dv DV] [--dout DO]
-                       [--seq-len N] [--name NAME] [--emit FILE.toml]
+                       [--causal] [--seq-len N] [--name NAME] [--emit FILE.toml]
     freeprob attention check [same options] [--sizes 375,750,1500,3000] [--reps R1,R2,...] [--seed S]
                              [--trim T] [--linear] [--json] [--plot FILE.png]
     freeprob attention compare [--heads 1,2,4,8] [--patterns mha,mqa,gqa:2,shared-v,tied-kv] [--beta B]
@@ -18,6 +18,8 @@
 A pattern may carry a value coupling, ``--pattern mha+kv-gaussian:1:0`` (values
 ``V_h = A K_h M_h/sqrt(l) + B V'_h``, :class:`freeprob.attention.ValueCoupling`),
 and ``compare --patterns`` takes such patterns among the others.
+``--causal`` (the causal mask) is refused with the reason (an
+EquivalenceError, exit code of any freeprob error; docs/causal.md).
 Options of ``check``, ``compare`` and ``sweep`` follow the subcommand name.
 Sizes are ratios (``--dh 1/2``); ``--dv`` defaults to ``--dh``. Without
 ``--emit``, ``freeprob attention`` prints the model file. ``check``,
@@ -73,6 +75,8 @@ def _config_args(p, suppress):
     p.add_argument("--dh", default=d("1/2"), help="ratio of the query/key width per head (default 1/2)")
     p.add_argument("--dv", default=d(None), help="ratio of the value width per head (default: --dh)")
     p.add_argument("--dout", default=d("1/2"), help="ratio of the output width (default 1/2)")
+    p.add_argument("--causal", action="store_true", default=d(False),
+                   help="causal mask (query i attends to keys j <= i): refused with the reason, see docs/causal.md")
 
 
 def _ints(text, what):
@@ -104,7 +108,7 @@ def _ratios(args):
 
 def cmd_attention(args, out):
     """``freeprob attention``: print or write (``--emit``) the Gaussian-equivalent model file."""
-    cfg = attention_config(args.heads, args.pattern, args.beta, **_ratios(args))
+    cfg = attention_config(args.heads, args.pattern, args.beta, **_ratios(args), causal=args.causal)
     if args.seq_len is not None:
         check_regime(cfg.beta, args.seq_len, head_dim=max(1, round(args.seq_len * cfg.d_h / cfg.l)))
     else:
@@ -126,7 +130,8 @@ def cmd_attention_check(args, out):
     tick, close = progress_bar(wants_progress(args), "softmax samples", unit="size")
     try:
         rep = check_attention(args.heads, args.pattern, args.beta, **_ratios(args), sizes=sizes, reps=reps,
-                              seed=args.seed, trim=args.trim, linear=args.linear, progress=tick)
+                              seed=args.seed, trim=args.trim, linear=args.linear, progress=tick,
+                              causal=args.causal)
     finally:
         close()
     if args.plot:
