@@ -50,7 +50,7 @@ from .profiled import MAX_PROFILE_MOMENTS, profile_moments
 from .reduce.blocks import has_continuous_profile
 from .solve.cdf import tabulate
 from .solve.richardson import Extrapolated, richardson
-from .solve.vector_dyson import solve_gram
+from .solve.vector_dyson import gram_moments, solve_gram
 
 __all__ = ["DEFAULT_CELLS", "DEFAULT_TOL", "ProfileLaw", "expansion_exponents", "profile_law_of"]
 
@@ -60,6 +60,8 @@ DEFAULT_CELLS = (8, 16, 32, 64, 128)
 DEFAULT_TOL = 1e-8
 #: Tolerance of the grid densities (:meth:`ProfileLaw.density_fast`), relative to ``max(1, |G|)``.
 FAST_TOL = 1e-6
+#: Largest mass error of :meth:`ProfileLaw.cdf_function` (the integrated density error estimates).
+MASS_TOL = 1e-6
 #: Memory of one batch of Jacobians.
 BATCH_BYTES = 2 ** 26
 
@@ -315,11 +317,32 @@ class ProfileLaw:
         out[x == 0] = np.nan
         return out
 
+    def moments_estimate(self, k):
+        """The moments ``m_1, ..., m_k`` extrapolated from the discretized laws' series
+        (:func:`~freeprob.solve.vector_dyson.gram_moments`): an :class:`Extrapolated` of arrays."""
+        k = _count(k)
+        levels = [np.array(gram_moments(*self._tables(m)[:3], k)) for m in self.cells]
+        return richardson(levels, self.cells, self.exponents)
+
     def moments(self, k):
-        """The exact moments ``m_1, ..., m_k`` (:func:`~freeprob.profile_moments`, ``k <= 6``)."""
+        """The moments ``m_1, ..., m_k``: exact (:func:`~freeprob.profile_moments`) when the profile is piecewise
+        polynomial on polyhedral pieces and ``k <= 6``, else :meth:`moments_estimate` (floats) when every
+        estimate is below ``1e-10`` relative; otherwise :class:`ConvergenceError`."""
+        k = _count(k)
         if k == 0:
             return []
-        return profile_moments(self.expr, self.law, self.ratios, k, self.params)
+        if k <= MAX_PROFILE_MOMENTS:
+            try:
+                return profile_moments(self.expr, self.law, self.ratios, k, self.params)
+            except (ConvergenceError, DomainError):
+                pass
+        est = self.moments_estimate(k)
+        bad = np.nonzero(~(est.error <= 1e-10 * np.maximum(1.0, np.abs(est.value))))[0]
+        if bad.size:
+            j = bad[0]
+            raise ConvergenceError(f"{self.name}: moment {j + 1} extrapolates to {est.value[j]:.12g} with the error "
+                                   f"estimate {est.error[j]:.2e}, above 1e-10 relative", residual=float(est.error[j]))
+        return [float(v) for v in est.value]
 
     # -- support, atoms, distribution -----------------------------------------------------------------
     def atoms(self):
@@ -447,11 +470,42 @@ class ProfileLaw:
 
     def cdf_function(self, nodes=2000):
         """The distribution function (:class:`~freeprob.solve.cdf.DistributionTable`) from the extrapolated density
-        on the support and the atoms; the total mass must be one (else :class:`ConvergenceError`)."""
+        on the support and the atoms.
+
+        Every density value used carries its error estimate; near an edge the
+        estimate can be large relative to the (small) density, so the check is
+        on the mass: the integral of the estimates over the support (trapezoid
+        on the nodes used) must be below :data:`MASS_TOL`, and the total mass
+        one to ``MASS_TOL`` (:func:`~freeprob.solve.cdf.tabulate`); otherwise
+        :class:`ConvergenceError` with the numbers.
+        """
         def build():
             intervals = [(float(a.value), float(b.value)) for a, b in self.support(tol=1e-6)]
             hard = [0.0] if any(a == 0.0 for a, _ in intervals) else []
-            return tabulate(self.density_fast, intervals, self.atoms(), nodes=nodes, hard=hard)
+            seen = []
+
+            def density(x):
+                x = np.atleast_1d(np.asarray(x, dtype=float))
+                est = self.cauchy_estimate(np.where(x > 0, x, 1.0).astype(complex))
+                d = np.where(x > 0, np.maximum(0.0, -est.value.imag / np.pi), 0.0)
+                seen.append((x, np.where(x > 0, est.error / np.pi, 0.0)))
+                return d
+
+            table = tabulate(density, intervals, self.atoms(), nodes=nodes, mass_tol=MASS_TOL, hard=hard)
+            xs = np.concatenate([x for x, _ in seen])
+            errs = np.concatenate([e for _, e in seen])
+            order = np.argsort(xs)
+            xs, errs = xs[order], errs[order]
+            inside = np.zeros(len(xs), bool)
+            for a, b in intervals:
+                inside |= (xs >= a) & (xs <= b)
+            xs, errs = xs[inside], errs[inside]
+            bound = float(np.sum(np.diff(xs) * (errs[1:] + errs[:-1]) / 2)) if len(xs) > 1 else 0.0
+            if not bound <= MASS_TOL:
+                raise ConvergenceError(f"{self.name}: the error estimates of the extrapolated density integrate to "
+                                       f"{bound:.2e} over the support, above {MASS_TOL:.0e}: the distribution "
+                                       f"function is not verified to that mass", residual=bound)
+            return table
         return self._memoized(("cdf", nodes), build)
 
     def quantile(self, p):
@@ -460,6 +514,12 @@ class ProfileLaw:
         if not 0 <= q <= 1:
             raise DomainError(f"quantile level p must be between 0 and 1, got {p!r}")
         return self.cdf_function().quantile(float(q))
+
+
+def _count(k):
+    if isinstance(k, bool) or not hasattr(k, "__index__") or not 0 <= int(k) <= 200:
+        raise DomainError(f"the number of moments must be an integer between 0 and 200, got {k!r}")
+    return int(k)
 
 
 def _tolerance(tol):

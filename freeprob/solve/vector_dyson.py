@@ -38,7 +38,7 @@ import numpy as np
 
 from .._errors import DomainError
 
-__all__ = ["GramSolution", "solve_gram"]
+__all__ = ["GramSolution", "gram_moments", "solve_gram"]
 
 #: Largest relative residual of a returned point.
 RESIDUAL = 1e-11
@@ -173,3 +173,30 @@ def solve_gram(A, B, w, z, radius, start=None):
     g = np.where(ok[:, None], g, np.nan + 0j)
     G = g @ np.asarray(w, float)
     return GramSolution(z, np.where(ok, G, complex(np.nan, np.nan)), g, ok)
+
+
+def gram_moments(A, B, w, k):
+    """The moments ``m_1, ..., m_k`` of the law of the vector Dyson equation (floats), from its series at infinity.
+
+    With ``g = sum_j G_j z^-j`` and ``h = sum_j H_j z^-j`` (``G_1 = H_0 = 1``)
+    the equations read ``g = 1/z + (A h) g / z`` and ``h = 1 + h (B^T g)``,
+    so ``G_j = sum_(i + l = j - 1) G_i (A H_l)`` and
+    ``H_j = sum_(i + l = j, i >= 1) H_l (B^T G_i)``: each coefficient from
+    earlier ones. ``m_j = sum_k w_k G_(j+1), k``.
+
+    >>> import numpy as np
+    >>> [round(m, 12) for m in gram_moments(np.ones((1, 1)), np.ones((1, 1)), np.ones(1), 4)]   # Catalan
+    [1.0, 2.0, 5.0, 14.0]
+    """
+    A, B, w = np.asarray(A, float), np.asarray(B, float), np.asarray(w, float)
+    G = [None, np.ones(A.shape[0])]
+    H = [np.ones(A.shape[1])]
+    AH = [A @ H[0]]
+    BG = [None, B.T @ G[1]]
+    for j in range(1, k + 1):
+        H.append(sum(H[l] * BG[j - l] for l in range(j)))
+        AH.append(A @ H[j])
+        nxt = sum(G[i] * AH[j - i] for i in range(1, j + 1))
+        G.append(nxt)
+        BG.append(B.T @ nxt)
+    return [float(G[j + 1] @ w) for j in range(1, k + 1)]
