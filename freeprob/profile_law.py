@@ -491,7 +491,14 @@ class ProfileLaw:
                 seen.append((x, np.where(x > 0, est.error / np.pi, 0.0)))
                 return d
 
-            table = tabulate(density, intervals, self.atoms(), nodes=nodes, mass_tol=MASS_TOL, hard=hard)
+            try:
+                table = tabulate(density, intervals, self.atoms(), nodes=nodes, mass_tol=MASS_TOL, hard=hard)
+            except ConvergenceError as exc:
+                raise ConvergenceError(
+                    f"{self.name}: the distribution function could not be tabulated from the extrapolated density "
+                    f"({exc}); near a hard edge whose density is not a power law (Dykema-Haagerup: about "
+                    f"1/(x log^2 x) at 0) the table is not built, so Monte-Carlo checks and quantiles are refused",
+                    residual=getattr(exc, "residual", None)) from None
             xs = np.concatenate([x for x, _ in seen])
             errs = np.concatenate([e for _, e in seen])
             order = np.argsort(xs)

@@ -14,8 +14,9 @@ import freeprob as fp
 from freeprob._precision import context
 from freeprob.montecarlo.sample import sample_bytes
 
-#: The battery needs a law; a model with a continuous variance profile has exact moments only
-#: (fp.profile_moments, tested below).
+#: The battery needs a SpectralLaw (equations, verified digits, polynomial route); a model with a
+#: continuous variance profile is a ProfileLaw (values with error estimates), tested below and in
+#: tests/test_profile_law.py.
 MODELS = sorted(m for m in fp.builtin_models() if not fp.has_continuous_profile(fp.find_model(m).expr))
 
 
@@ -117,3 +118,14 @@ def test_triangular_gaussian_moments_from_the_model_file():
     model = fp.find_model("triangular-gaussian")
     ms = fp.profile_moments(model.expr, model.law_kind, model.ratios, 5)
     assert ms == [sympy.Integer(k) ** k / sympy.factorial(k + 1) for k in range(1, 6)]
+
+
+def test_triangular_gaussian_law_from_the_model_file():
+    """The model file's law (fp.profile_law_of): mass one on [0, e] (the table) where the density is verified,
+    G(z) ~ 1/z far out, Im G < 0 above the axis."""
+    law = fp.profile_law_of(fp.find_model("triangular-gaussian"))
+    [(lo, hi)] = law.support()
+    assert lo.value == 0 and abs(hi.value - np.e) <= hi.error
+    far = law.cauchy(1e4j)
+    assert abs(far.value * 1e4j - 1) < 1e-3
+    assert law.cauchy(1 + 1j).value.imag < 0
