@@ -544,7 +544,8 @@ def profile_law_of(model, cells=DEFAULT_CELLS):
 
     >>> import freeprob as fp
     >>> law = fp.profile_law_of(fp.find_model("triangular-gaussian"))
-    >>> [fp.fmt(e.value, 8) for e in law.support()[0]]     # [0, e]
-    ['0', '2.7182818']
+    >>> lo, hi = law.support()[0]                            # [0, e]
+    >>> fp.fmt(lo.value, 8), fp.fmt(hi.value, 8)
+    ('0', '2.7182818')
     """
     return ProfileLaw(model.expr, model.law_kind, model.ratios, model.params, name=model.name, cells=cells)
