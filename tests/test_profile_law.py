@@ -26,6 +26,7 @@ import sympy
 
 import freeprob as fp
 from freeprob.cli.engine import main
+from freeprob.montecarlo.stats import student_t_quantile
 from freeprob.reduce.blocks import discretize
 from freeprob.solve.richardson import richardson
 from freeprob.solve.vector_dyson import gram_moments, solve_gram
@@ -218,3 +219,33 @@ def test_cli_density_and_law_of_the_triangular_model():
 def test_cli_density_refuses_digits_beyond_the_estimate():
     code, _ = run("density", "triangular-gaussian", "--at", "2.7", "--dps", "12")
     assert code == 2
+
+
+@pytest.mark.parametrize("profile, ratio", [("1 + r*c", "1/2"), ("Heaviside(c - r)", "1")])
+def test_stieltjes_transform_against_monte_carlo(profile, ratio):
+    """(1/N) tr (z - H)^-1 of sampled matrices (profile sampled entry by entry) against the extrapolated G.
+
+    Linear statistics have a bias c/N and fluctuations of order 1/N: the sizes N and N/2 remove the bias
+    (Richardson in 1/N) and the standard error comes from the replicates (Student t at level 1e-3)."""
+    p, n = fp.dims("p n")
+    X = fp.gaussian("X", (p, n), profile=profile)
+    law = fp.ProfileLaw(X @ X.T / n, "eigenvalues", {p: ratio, n: 1})
+    zs = np.array([1 + 1j, 0.5 + 0.25j, 2.5 + 0.5j])
+    theory = law.cauchy_estimate(zs)
+    assert np.all(theory.error < 1e-9)
+    rng = np.random.default_rng(11)
+
+    def stat(size, reps):
+        out = []
+        for _ in range(reps):
+            s = fp.sample_spectrum(law, size, rng)
+            out.append(np.mean(1 / (zs[None, :] - s[:, None]), axis=0))
+        return np.array(out)
+
+    big, half = stat(400, 6), stat(200, 12)
+    est = 2 * big.mean(0) - half.mean(0)
+    crit = student_t_quantile(1 - 1e-3 / (2 * 2 * len(zs)), len(big) + len(half) - 2)
+    for part in (np.real, np.imag):
+        se = np.sqrt(4 * part(big).var(0, ddof=1) / len(big) + part(half).var(0, ddof=1) / len(half))
+        t = np.abs(part(est) - part(theory.value)) / se
+        assert np.all(t < crit), (profile, part.__name__, t, part(est), part(theory.value))
