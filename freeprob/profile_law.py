@@ -43,11 +43,11 @@ import sympy
 from ._errors import ConvergenceError, DomainError, ScalingError
 from ._numbers import read_number
 from ._precision import context, to_mpc
-from .expr.profiles import C, R
+from .expr.profiles import C, R, uniform_table
 from .expr.tree import Expr, Matrix, Product, Scaled, Transpose, leaves
 from .law import _read_values  # the one reader of ratios and parameters (same rank)
-from .profiled import MAX_PROFILE_MOMENTS, profile_moments
-from .reduce.blocks import has_continuous_profile
+from .profiled import MAX_PROFILE_MOMENTS
+from .reduce.blocks import extrapolate, has_continuous_profile
 from .solve.cdf import tabulate
 from .solve.richardson import Extrapolated, richardson
 from .solve.vector_dyson import gram_moments, solve_gram
@@ -176,6 +176,7 @@ class ProfileLaw:
         init(self, "exponents", expansion_exponents(leaf.profile, len(cells) - 1))
         init(self, "_alpha", float(alpha))
         init(self, "_rho", (float(values[rows]), float(values[cols])))
+        init(self, "_exact", (alpha, values[rows], values[cols]))
         init(self, "_transposed", transposed)
         init(self, "_lock", threading.Lock())
         init(self, "_memo", {})
@@ -324,16 +325,43 @@ class ProfileLaw:
         levels = [np.array(gram_moments(*self._tables(m)[:3], k)) for m in self.cells]
         return richardson(levels, self.cells, self.exponents)
 
+    def _exact_moments(self, k):
+        """Exact moments: the series of the vector Dyson equation in exact arithmetic on ``m = 1..k+3`` cells
+        (the values of :func:`~freeprob.reduce.blocks.discretize`), extrapolated exactly with the check of
+        :func:`~freeprob.profile_moments` (the same numbers, without the symbolic reduction)."""
+        alpha, rho_r, rho_c = self._exact
+        columns = [{} for _ in range(k)]
+        for m in range(1, k + 4):
+            table = uniform_table(self.profile, m, f"matrix {self.leaf.name}").table
+            S = np.array(table, dtype=object)
+            if self._transposed:
+                S = S.T
+            if not all(v.is_Rational for v in S.flat) or not all(x.is_Rational for x in self._exact):
+                raise DomainError("the exact moments need rational cell values and ratios")
+            A = S * (alpha * rho_c / m)
+            B = S * (alpha * rho_r / m)
+            w = np.array([sympy.Rational(1, m)] * m, dtype=object)
+            for j, v in enumerate(gram_moments(A, B, w, k, exact=True)):
+                columns[j][m] = sympy.nsimplify(v)
+        out = []
+        for j, column in enumerate(columns):
+            limit, spread = extrapolate(column)
+            if spread != 0:
+                raise ConvergenceError(f"moment {j + 1}: the discretized moments are not a polynomial in 1/m of "
+                                       f"degree {k + 1}")
+            out.append(limit)
+        return out
+
     def moments(self, k):
-        """The moments ``m_1, ..., m_k``: exact (:func:`~freeprob.profile_moments`) when the profile is piecewise
-        polynomial on polyhedral pieces and ``k <= 6``, else :meth:`moments_estimate` (floats) when every
+        """The moments ``m_1, ..., m_k``: exact (the route of :func:`~freeprob.profile_moments`) when the profile
+        is piecewise polynomial on polyhedral pieces and ``k <= 6``, else :meth:`moments_estimate` (floats) when every
         estimate is below ``1e-10`` relative; otherwise :class:`ConvergenceError`."""
         k = _count(k)
         if k == 0:
             return []
         if k <= MAX_PROFILE_MOMENTS:
             try:
-                return profile_moments(self.expr, self.law, self.ratios, k, self.params)
+                return self._exact_moments(k)
             except (ConvergenceError, DomainError):
                 pass
         est = self.moments_estimate(k)

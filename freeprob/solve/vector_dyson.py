@@ -175,8 +175,11 @@ def solve_gram(A, B, w, z, radius, start=None):
     return GramSolution(z, np.where(ok, G, complex(np.nan, np.nan)), g, ok)
 
 
-def gram_moments(A, B, w, k):
-    """The moments ``m_1, ..., m_k`` of the law of the vector Dyson equation (floats), from its series at infinity.
+def gram_moments(A, B, w, k, exact=False):
+    """The moments ``m_1, ..., m_k`` of the law of the vector Dyson equation, from its series at infinity.
+
+    Floats, or with ``exact=True`` the arithmetic of the entries themselves
+    (sympy rationals give exact rationals).
 
     With ``g = sum_j G_j z^-j`` and ``h = sum_j H_j z^-j`` (``G_1 = H_0 = 1``)
     the equations read ``g = 1/z + (A h) g / z`` and ``h = 1 + h (B^T g)``,
@@ -188,9 +191,10 @@ def gram_moments(A, B, w, k):
     >>> [round(m, 12) for m in gram_moments(np.ones((1, 1)), np.ones((1, 1)), np.ones(1), 4)]   # Catalan
     [1.0, 2.0, 5.0, 14.0]
     """
-    A, B, w = np.asarray(A, float), np.asarray(B, float), np.asarray(w, float)
-    G = [None, np.ones(A.shape[0])]
-    H = [np.ones(A.shape[1])]
+    kind = object if exact else float
+    A, B, w = np.asarray(A, kind), np.asarray(B, kind), np.asarray(w, kind)
+    G = [None, np.ones(A.shape[0], kind)]
+    H = [np.ones(A.shape[1], kind)]
     AH = [A @ H[0]]
     BG = [None, B.T @ G[1]]
     for j in range(1, k + 1):
@@ -199,4 +203,4 @@ def gram_moments(A, B, w, k):
         nxt = sum(G[i] * AH[j - i] for i in range(1, j + 1))
         G.append(nxt)
         BG.append(B.T @ nxt)
-    return [float(G[j + 1] @ w) for j in range(1, k + 1)]
+    return [G[j + 1] @ w if exact else float(G[j + 1] @ w) for j in range(1, k + 1)]
