@@ -278,6 +278,9 @@ class ProfileLaw:
         """
         tol = _tolerance(tol)
         point = complex(to_mpc(context(20), z))
+        if point == 0:
+            raise DomainError(f"{self.name}: 0 is the hard edge or the atom of a Gram matrix; G has no value there "
+                              f"(ask at another point)")
         est = self.cauchy_estimate(np.array([point]))
         value, error = complex(est.value[0]), float(est.error[0])
         if not np.isfinite(value) or not np.isfinite(error):

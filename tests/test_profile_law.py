@@ -265,3 +265,11 @@ def test_error_estimate_bounds_the_distance_to_a_finer_sequence(profile):
     coarse = fp.ProfileLaw(T @ T.T / n, "eigenvalues", {n: 1}).cauchy_estimate(zs)
     fine = fp.ProfileLaw(T @ T.T / n, "eigenvalues", {n: 1}, cells=(16, 32, 64, 128, 256)).cauchy_estimate(zs)
     assert np.all(np.abs(coarse.value - fine.value) <= coarse.error)
+
+
+def test_cli_check_of_the_triangular_model_is_a_typed_refusal():
+    """The density ~ 1/(x log^2 x) at the hard edge 0 is not a power law: no distribution table, exit code 2."""
+    code, _ = run("check", "triangular-gaussian", "--n", "50", "--reps", "3")
+    assert code == 2
+    code, _ = run("density", "triangular-gaussian", "--at", "0")
+    assert code == 2

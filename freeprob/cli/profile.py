@@ -3,8 +3,8 @@
 Each value is printed with its error estimate; ``--dps D`` asks for an
 estimate below ``10^-D`` (relative to ``max(1, |value|)``; default ``1e-8``),
 and a value whose estimate is above that is a typed error, never a number.
-On a grid a point whose estimate is above the grid tolerance is printed as
-``unverified`` with its estimate.
+On a grid a point whose estimate is above the grid tolerance (``1e-6``, or
+``10^-D`` if smaller) is printed as ``unverified`` with its estimate.
 """
 
 import json
@@ -77,6 +77,7 @@ def _grid(spec, law, support):
 def cmd_profile_law(args, out, model):
     law = profile_law_of(model)
     tol = _tol(args.dps)
+    grid_tol = min(GRID_TOL, tol) if tol else GRID_TOL
     support = law.support(tol) if tol else law.support()
     atoms = law.atoms()
     moments = law.moments(args.moments)
@@ -88,7 +89,7 @@ def cmd_profile_law(args, out, model):
         est = law.cauchy_estimate(xs[inside].astype(complex))
         dens[inside] = np.maximum(0.0, -est.value.imag / np.pi)
         errs[inside] = est.error / np.pi
-        bad = ~(est.error <= GRID_TOL * np.maximum(1.0, np.abs(est.value)))
+        bad = ~(est.error <= grid_tol * np.maximum(1.0, np.abs(est.value)))
         dens[np.nonzero(inside)[0][bad]] = np.nan
     hard = any(float(a.value) == 0 for a, _ in support)
     grid = []
@@ -132,5 +133,5 @@ def cmd_profile_law(args, out, model):
     out.write(f"moments: {', '.join(data['moments'])}\n")
     unverified = int(np.sum(np.isnan(dens)))
     if unverified:
-        out.write(f"# {unverified} grid point(s) unverified (error estimate above {GRID_TOL:g}), drawn as 0\n")
+        out.write(f"# {unverified} grid point(s) unverified (error estimate above {grid_tol:g}), drawn as 0\n")
     out.write(ascii_plot(xs, shown) + "\n")
