@@ -243,7 +243,7 @@ class ProfileLaw:
             start, prev = None, None
             for i, m in enumerate(self.cells):
                 A, B, w, _ = self._tables(m)
-                guess = None if start is None else np.repeat(start, m // prev, axis=1)
+                guess = None if start is None else _safe_start(np.repeat(start, m // prev, axis=1), piece, radius)
                 sol = solve_gram(A, B, w, piece, radius, start=guess)
                 out[i][lo:lo + size] = sol.G
                 start, prev = sol.g, m
@@ -400,7 +400,7 @@ class ProfileLaw:
         rank = nx.maximum_flow_value(g, "s", "t")
         return max(0.0, 1.0 - rank / rho_r)
 
-    def support(self, tol=DEFAULT_TOL, grid=400):
+    def support(self, tol=DEFAULT_TOL, grid=200):
         """Support intervals ``[(lo, hi), ...]`` of :class:`~freeprob.solve.richardson.Extrapolated` edges.
 
         For each discretization the density is scanned on ``grid`` points of
@@ -450,27 +450,32 @@ class ProfileLaw:
                                        f"x = {bad:.6g}", point=float(bad))
             pos = dens > 1e-9 * max(1.0, float(np.max(np.abs(levels[i]))))
 
-            known = {"x": None, "g": None}
+            known = {"x": None, "g": None, "inside": None}
 
             def positive(x):
                 # just above the axis (Newton on the axis stalls at the fold of an edge): outside the support
                 # -Im G is about eta/sqrt(distance), inside C sqrt(distance), so the threshold 1e-7 puts the
                 # edge within about 1e-13 of the scale either way. Newton starts from the nearest point of the
-                # previous round (a verified solution at Im z > 0 is the unique one in the lower half-plane).
+                # previous round that was inside the support (see _safe_start: a real start could end on a
+                # real root of the equation that is not the law's).
                 x = np.asarray(x, float)
                 start = None
-                if known["x"] is not None:
-                    start = known["g"][np.abs(known["x"][None, :] - x[:, None]).argmin(axis=1)]
+                if known["x"] is not None and known["inside"].any():
+                    xi, gi = known["x"][known["inside"]], known["g"][known["inside"]]
+                    start = gi[np.abs(xi[None, :] - x[:, None]).argmin(axis=1)]
                 sol = solve_gram(A, B, w, x + 1e-14j * top, top, start=start)
                 g = sol.G
                 if np.isnan(g).any():
                     raise ConvergenceError(f"{self.name}: the discretization on {m} cells could not be solved near "
                                            f"a support edge", point=float(x[np.isnan(g)][0]))
-                known["x"], known["g"] = x, sol.g
-                return -g.imag > 1e-7 * np.maximum(1.0, np.abs(g))
+                inside = -g.imag > 1e-7 * np.maximum(1.0, np.abs(g))
+                known["x"], known["g"], known["inside"] = x, sol.g, inside
+                return inside
 
             def edge(lo, hi, rising):
-                # density(lo) is 0 and density(hi) > 0 when rising, the reverse otherwise
+                # density(lo) is 0 and density(hi) > 0 when rising, the reverse otherwise; starts only from
+                # this bracket's own points (a start far away may end on another root)
+                known["x"] = None
                 while hi - lo > 1e-13 * top:
                     pts = np.linspace(lo, hi, 18)[1:-1]
                     p = positive(pts)
@@ -552,6 +557,22 @@ class ProfileLaw:
         if not 0 <= q <= 1:
             raise DomainError(f"quantile level p must be between 0 and 1, got {p!r}")
         return self.cdf_function().quantile(float(q))
+
+
+def _safe_start(start, z, radius):
+    """``start`` where it can only lead to the law's solution, NaN rows (the path instead) elsewhere.
+
+    Off the axis the solution with every ``g_k`` in the open lower half-plane is unique, and near the
+    axis a start clearly inside it (``Im g_k < 0``) stays on that branch or fails (then the path runs).
+    A real start at a real point (outside the coarser law's support, but maybe inside this one's, whose
+    edges moved) would keep Newton on the real roots, one of which may not be the law's: it is dropped.
+    """
+    near = z.imag <= 1e-6 * radius
+    size = 1 + np.max(np.abs(start), axis=1)
+    real = np.max(start.imag, axis=1) > -1e-10 * size
+    out = start.copy()
+    out[near & real] = np.nan
+    return out
 
 
 def _count(k):

@@ -273,3 +273,14 @@ def test_cli_check_of_the_triangular_model_is_a_typed_refusal():
     assert code == 2
     code, _ = run("density", "triangular-gaussian", "--at", "0")
     assert code == 2
+
+
+def test_square_smooth_profile_support_has_a_hard_edge_and_a_consistent_soft_edge():
+    """1 + r c on a square matrix: hard edge 0, soft right edge. The edges of all five discretizations
+    must fit one expansion (an edge search that lands on another root of the equation at one m, as a
+    start taken from the far end of the support once did, shows up as an estimate of 1e-2)."""
+    n = fp.dims("n")
+    T = fp.gaussian("T", (n, n), profile="1 + r*c")
+    [(lo, hi)] = fp.ProfileLaw(T @ T.T / n, "eigenvalues", {n: 1}).support()
+    assert lo.value == 0.0
+    assert 5 < hi.value < 5.2 and hi.error < 1e-10
