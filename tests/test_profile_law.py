@@ -267,10 +267,14 @@ def test_error_estimate_bounds_the_distance_to_a_finer_sequence(profile):
     assert np.all(np.abs(coarse.value - fine.value) <= coarse.error)
 
 
+@pytest.mark.slow
 def test_cli_check_of_the_triangular_model_is_a_typed_refusal():
     """The density ~ 1/(x log^2 x) at the hard edge 0 is not a power law: no distribution table, exit code 2."""
     code, _ = run("check", "triangular-gaussian", "--n", "50", "--reps", "3")
     assert code == 2
+
+
+def test_cli_density_at_the_hard_edge_is_a_typed_refusal():
     code, _ = run("density", "triangular-gaussian", "--at", "0")
     assert code == 2
 
