@@ -42,6 +42,7 @@ from .expr.modelfile import Model, builtin_models, find_model, load_model
 from .expr.tree import Inverse, deterministic, dims, expression_graph, gaussian, haar, identity, inv, wigner
 from .law import SpectralLaw, eigenvalue_law, law_of, singular_value_law
 from .profiled import has_continuous_profile, profile_moments
+from .profile_law import ProfileLaw, profile_law_of
 from .montecarlo.check import CheckReport, check
 from .montecarlo.sample import sample_spectrum
 from .scalar.algebraic import (
@@ -111,7 +112,9 @@ __all__ = [
     "Model",
     "ModelFileError",
     "moments_from_free_cumulants",
+    "profile_law_of",
     "profile_moments",
+    "ProfileLaw",
     "NotSelfAdjointError",
     "RegimeError",
     "RegimeWarning",

@@ -28,6 +28,7 @@ LAYERS = [
     ("freeprob.law", "law"),
     ("freeprob.units", "law"),
     ("freeprob.profiled", "law"),
+    ("freeprob.profile_law", "law"),
     ("freeprob.attention", "attention"),
     ("freeprob.cli", "cli"),
     ("freeprob", "face"),

@@ -14,8 +14,9 @@ import freeprob as fp
 from freeprob._precision import context
 from freeprob.montecarlo.sample import sample_bytes
 
-#: The battery needs a law; a model with a continuous variance profile has exact moments only
-#: (fp.profile_moments, tested below).
+#: The battery needs a SpectralLaw (equations, verified digits, polynomial route); a model with a
+#: continuous variance profile is a ProfileLaw (values with error estimates), tested below and in
+#: tests/test_profile_law.py.
 MODELS = sorted(m for m in fp.builtin_models() if not fp.has_continuous_profile(fp.find_model(m).expr))
 
 
@@ -117,3 +118,13 @@ def test_triangular_gaussian_moments_from_the_model_file():
     model = fp.find_model("triangular-gaussian")
     ms = fp.profile_moments(model.expr, model.law_kind, model.ratios, 5)
     assert ms == [sympy.Integer(k) ** k / sympy.factorial(k + 1) for k in range(1, 6)]
+
+
+def test_triangular_gaussian_law_from_the_model_file():
+    """The model file's law (fp.profile_law_of; its support [0, e] is tested in tests/test_profile_law.py):
+    G(z) ~ 1/z far out, Im G < 0 above the axis, the exact moments."""
+    law = fp.profile_law_of(fp.find_model("triangular-gaussian"))
+    assert law.moments(3) == [sympy.Rational(1, 2), sympy.Rational(2, 3), sympy.Rational(9, 8)]
+    far = law.cauchy(1e4j)
+    assert abs(far.value * 1e4j - 1) < 1e-3
+    assert law.cauchy(1 + 1j).value.imag < 0

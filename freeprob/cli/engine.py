@@ -23,12 +23,13 @@ import warnings
 import numpy as np
 import sympy
 
-from .. import FreeProbError, builtin_models, check, find_model, law_of
+from .. import FreeProbError, builtin_models, check, find_model, has_continuous_profile, law_of, profile_law_of
 from .._numbers import read_number
 from .._precision import context
 from .attention import add_attention_parsers
 from .closedform import add_closedform_parsers, polynomial_report
 from .plots import ascii_plot, plot_check, plot_density
+from .profile import cmd_profile_density, cmd_profile_law
 from .common import (
     MAX_DPS,
     MAX_MOMENTS,
@@ -101,10 +102,17 @@ def cmd_equations(args, out):
     out.write(law.equations(latex=args.latex) + "\n")
 
 
+def _law(model):
+    """The law of a model: a :class:`~freeprob.ProfileLaw` for a continuous variance profile."""
+    return profile_law_of(model) if has_continuous_profile(model.expr) else law_of(model)
+
+
 def cmd_density(args, out):
     model = model_of(args)
+    if has_continuous_profile(model.expr):
+        return cmd_profile_density(args, out, model)
     law = law_of(model)
-    dps = args.dps
+    dps = args.dps = args.dps or 15
     # every point is read (exactly, by the one reader) before the first solve
     tokens = [tok.strip() for tok in args.at.split(",") if tok.strip()]
     values = [read_number(tok, what=f"--at {tok}") for tok in tokens]
@@ -206,6 +214,8 @@ def _density_text(d, digits=GRID_DIGITS):
 
 def cmd_law(args, out):
     model = model_of(args)
+    if has_continuous_profile(model.expr):
+        return cmd_profile_law(args, out, model)
     law = law_of(model)
     dps = args.dps or 15
     support = law.support(dps=dps)
@@ -269,7 +279,7 @@ def cmd_law(args, out):
 
 def cmd_check(args, out):
     model = model_of(args)
-    law = law_of(model)
+    law = _law(model)
     tick, close = progress_bar(wants_progress(args), "Monte-Carlo samples", total=3 * args.reps, unit="sample")
     try:
         rep = check(law, n=args.n, reps=args.reps, seed=args.seed, progress=tick)
@@ -310,7 +320,8 @@ def build_parser():
     s = sub.add_parser("density", help="density and Cauchy transform at points")
     model_args(s)
     s.add_argument("--at", required=True, type=point_list, help="comma-separated points, e.g. 0.5,1,2")
-    s.add_argument("--dps", type=integer_in(1, MAX_DPS, "--dps"), default=15)
+    s.add_argument("--dps", type=integer_in(1, MAX_DPS, "--dps"),
+                   help="digits (default 15; a continuous profile: an error estimate below 10^-dps, default 1e-8)")
     s.set_defaults(func=cmd_density)
 
     s = sub.add_parser("law", help="support, atoms, moments and density on a grid")

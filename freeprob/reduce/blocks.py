@@ -80,7 +80,9 @@ def check_blocks(expr):
     for leaf in leaves(expr):
         if leaf.kind == "gaussian" and leaf.profile is not None and not is_piecewise_constant(leaf.profile):
             raise DomainError(f"matrix {leaf.name}: the profile {leaf.profile} is not piecewise constant on a grid, "
-                              f"and a law of a continuous profile is not built yet; its exact moments are: "
+                              f"so the splitting cannot solve it exactly: the law of a Gram matrix X @ X.T of a "
+                              f"continuous profile is fp.ProfileLaw (extrapolated, with error estimates; the "
+                              f"command line uses it), and exact moments of any expression come from "
                               f"freeprob moments MODEL -k K --exact, or fp.profile_moments (docs/blocks.md)")
     stack = [expr]
     while stack:
