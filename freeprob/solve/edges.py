@@ -39,7 +39,7 @@ import numpy as np
 from .._errors import ConvergenceError
 from .numeric import FastSystem, MPSystem, NumericSystems
 from .._precision import context, flint_precision, guard_digits, to_mpf
-from .newton import _newton_fast, newton_mp, solve_fast
+from .newton import _newton_fast, newton_mp, solve_fast, solve_point
 
 __all__ = [
     "refine_edge",
@@ -754,6 +754,27 @@ class _AxisPath:
         return self.mass((ctx.mpf(t), g2, outs2, ctx.dps))
 
 
+def _direct_bound(systems, z0, dps):
+    """An upper bound of the mass at ``z0`` from one verified solve next to it, or None.
+
+    At a point where the Dyson solution is regular (outside the support, or
+    inside it where the density is finite) the boundary value ``G(z0 + i0)``
+    is solved directly (:func:`~freeprob.solve.newton.solve_point` on the
+    axis: at ``z0 + i t``, ``t = 10^-(dps + guard)``, checked under a
+    precision increase), and ``M(t) = -t Im G_u(z0 + i t)`` (plus ``t`` times
+    the change under that increase) bounds the mass from above, as every
+    value of ``M`` does. Next to an atom or a singular edge the solve fails or
+    the bound is not small, and None or a large bound is returned; the caller
+    then continues the solution down the imaginary direction.
+    """
+    try:
+        sol = solve_point(systems, z0, dps, on_axis=True, where=z0)
+    except ConvergenceError:
+        return None
+    t = sol.z.imag
+    return -t * sol.outputs[0].imag + t * sol.difference
+
+
 def atom_at(system, kind, x0, dps, lower=0, scale=1.0, hard_edge=False):
     """The mass at ``x0`` to ``dps`` digits, given an exact lower bound ``lower`` of it.
 
@@ -812,8 +833,17 @@ def atom_at(system, kind, x0, dps, lower=0, scale=1.0, hard_edge=False):
     scale = float(scale)
     z0 = 0.0 if ssv else float(x0)
     zscale = float(np.sqrt(scale)) if ssv else scale
-    path = _AxisPath(systems, z0, dps, zscale).start()
     tol = ctx.mpf(10) ** (-(dps + 1))
+    if not hard_edge:
+        upper = _direct_bound(systems, z0, dps)
+        if upper is not None:
+            if upper < low - ctx.mpf(10) ** (-dps):
+                raise ConvergenceError(
+                    f"the mass at {x0} is at most {ctx.nstr(upper, 12)} (the solve at x0 + i 10^-{dps + guard_digits(dps)}), "
+                    f"below its lower bound {ctx.nstr(low, 12)} from the ranks of the expression", point=x0, dps=dps)
+            if upper - low < tol:
+                return low, "bound"
+    path = _AxisPath(systems, z0, dps, zscale).start()
     decades = 3 * dps + 20
     t_min = max(zscale * 10.0 ** (-(decades / 2 if ssv else decades)), 1e-300)
     state = {}
