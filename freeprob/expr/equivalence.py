@@ -272,7 +272,7 @@ def _quad_expectation(g, x, dps):
 
 def _numbers_of(g, dps):
     """``g`` with every :class:`GaussianMean` inside it (a coefficient of an inner layer) replaced by its value
-    to ``dps`` digits (computed at exactly those digits: nested layers add 10 digits each, not a margin)."""
+    to ``dps`` digits (nested layers add 10 digits each, not a margin)."""
     atoms = g.atoms(GaussianMean)
     if not atoms:
         return g
@@ -618,16 +618,21 @@ def _remember(g, dps, value):
         _BEST[g] = (dps, value)
 
 
+#: Quadratures run at multiples of this many digits (a value at D digits serves every request at <= D).
+_MEAN_LEVEL = 50
+
+
 def _mean_value(g, dps, margin=True):
     """``E g(xi)`` to ``dps`` digits: the most precise value computed so far when it has enough digits, else
-    quadrature (:func:`_quad_expectation`) at ``dps`` digits, or with ``margin`` at ``dps + 20`` rounded up
-    to a multiple of 10."""
+    quadrature (:func:`_quad_expectation`) at the first multiple of :data:`_MEAN_LEVEL` digits at or above
+    ``dps`` (with ``margin``, ``dps + 10``)."""
     best = _BEST.get(g)
     if best is not None and best[0] >= dps:
         return best[1]
-    # a computation asks for a few more digits at a time (guard digits, a verification, the cancellation in
-    # nu^2 = E g^2 - mu0^2 - s mu1^2): one quadrature with a margin serves the next requests
-    work = -(-(dps + 20) // 10) * 10 if margin else dps
+    # a computation asks for a few more digits at a time (guard digits, a second solve with more digits for
+    # its verification, sympy's evaluation of the cancellation in nu^2 = E g^2 - mu0^2 - s mu1^2): one
+    # quadrature at a coarse level serves the next requests, where steps of 10 digits recomputed at each
+    work = -(-(dps + (10 if margin else 0)) // _MEAN_LEVEL) * _MEAN_LEVEL
     value = _quad_expectation(g, _REAL_X, work)
     _remember(g, work, value)
     return value
