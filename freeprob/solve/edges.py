@@ -18,9 +18,10 @@
   y^2/(y^2 + (x - x0)^2) dmu(x)`` decreases to the mass, so every verified
   ``M(y)`` is an upper bound of it. With an exact lower bound (the rank
   deficiency of the expression, computed by the caller) the mass is settled
-  when the two agree to the digits asked for (:func:`atom_at`); the Dyson
-  solution is continued down ``y`` in mpmath with steps that grow while the
-  solution follows its power law in ``y``. Richardson extrapolation of
+  when the two agree to the digits asked for (:func:`atom_at`): at a point
+  where the solution is regular one solve next to it suffices; otherwise the
+  Dyson solution is continued down ``y`` in mpmath with steps that grow while
+  the solution follows its power law in ``y``. Richardson extrapolation of
   ``M(y)`` (:func:`atom_mass`) is the fallback when the bound is not attained.
 * Hard edges: a support interval that ends at a candidate point (0) with a
   density growing towards it ends there exactly when the density is verified
@@ -781,7 +782,11 @@ def atom_at(system, kind, x0, dps, lower=0, scale=1.0, hard_edge=False):
     ``M(y) = Re(iy G(x0 + iy))`` (for squared singular values at 0,
     ``-y G(-y)``, which is ``Re(i t G_u(i t))`` at ``t = sqrt(y)`` in the
     system variable) decreases to the mass as ``y -> 0``: each verified value
-    is an upper bound. The Dyson solution is continued down the imaginary
+    is an upper bound. Where the solution is regular at ``x0`` (a gap of the
+    support, or a finite density) one verified solve at ``y = 10^-(dps +
+    guard)`` (:func:`_direct_bound`) gives a bound within ``10^-(dps+1)`` of
+    ``lower``, and the mass is ``lower`` (``"bound"``). Otherwise (and always
+    with ``hard_edge``) the Dyson solution is continued down the imaginary
     direction (:class:`_AxisPath`) until
 
     * ``M - lower < 10^-(dps+1)``: the value is solved again with 10 more
