@@ -45,6 +45,8 @@ __all__ = ["MAX_GRID", "MAX_MOMENTS", "MAX_UNKNOWNS", "POLYNOMIAL_MAX_UNKNOWNS",
 
 #: Most moments a law computes in one call (the series costs grow like its square).
 MAX_MOMENTS = 200
+#: Fewest moments a law computes from the series at infinity (shorter requests are served from them).
+MIN_SERIES_MOMENTS = 4
 #: Largest grid or number of quadrature nodes a law tabulates.
 MAX_GRID = 100000
 #: Default route for support and atoms: systems with more unknowns skip the
@@ -534,8 +536,18 @@ class SpectralLaw:
             dps = check_dps(dps)
         elif not self.system.exact_series:  # an inverse: algebraic moments, from the numeric series
             dps = 15
+        # m_1..m_k do not depend on how many more are asked for: the longest list computed serves every
+        # shorter request, and a series is never shorter than MIN_SERIES_MOMENTS (its fixed costs, the
+        # number field of the coefficients or their numeric values, dominate a few more terms)
+        key = ("moments", dps)
+        have = self._cache.peek(key)
+        if have is not None and len(have) >= k:
+            return list(have[:k])
+        n = max(k, MIN_SERIES_MOMENTS)
         try:
-            return series_moments(self.numeric_system, k, 1 if self.law == "eigenvalues" else 2, dps)
+            out = series_moments(self.numeric_system, n, 1 if self.law == "eigenvalues" else 2, dps)
+            self._cache.put(key, tuple(out))
+            return out[:k]
         except ZeroDivisionError:
             # the series at infinity does not start (inv(X^T X/n): the leading coefficient is singular):
             # the moments from G on a circle around the support, to the same digits

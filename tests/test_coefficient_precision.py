@@ -107,3 +107,16 @@ def test_numbers_without_closed_form_print_in_every_form():
     assert str(e) == "-E[x*tanh(x)]**2 + sqrt(2)*E[x*tanh(x)]/3"
     assert "E[x*tanh(x)]" in sympy.pretty(e) and "GaussianMean" not in sympy.pretty(e)
     assert r"\mathbb{E}\left[x \tanh{\left(x \right)}\right]^{2}" in sympy.latex(e)
+
+
+@pytest.mark.parametrize("g, exact", [
+    (sympy.exp(x), sympy.exp(sympy.Rational(1, 2))),            # E e^xi = e^(1/2)
+    (sympy.exp(x ** 2 / 3), sympy.sqrt(3)),                     # E e^(xi^2/3) = (1 - 2/3)^(-1/2): a fast-growing integrand
+    (x ** 4 * sympy.tanh(x) ** 0, sympy.Integer(3)),            # E xi^4 = 3
+])
+def test_quadrature_above_600_bits_matches_closed_forms(g, exact):
+    """At 200 digits (working precision above 600 bits, where far nodes take the cheap bound of their
+    terms) the quadrature still agrees with the closed form to 200 digits."""
+    value = eq._quad_expectation(g, x, 200)
+    ctx = context(230)
+    assert abs(ctx.mpf(value) - to_mpf(ctx, exact)) < ctx.mpf(10) ** -200 * max(1, abs(to_mpf(ctx, exact)))

@@ -94,6 +94,26 @@ def test_an_unattained_lower_bound_is_refused_with_numbers():
         atom_at(law._numerics, law.law, 0, 15, R(9, 10), law.scale)
 
 
+@pytest.mark.parametrize("name, x0", [
+    ("marchenko-pastur", 0),      # p/n = 1/2: 0 lies in the gap below the support
+    ("wigner-semicircle", 0),     # inside the support, density 1/pi
+    ("wigner-semicircle", 1),
+    ("wigner-plus-wishart", 0),
+])
+def test_no_mass_at_a_regular_point_from_one_solve(name, x0, monkeypatch):
+    """Where the solution is regular the mass (0: these laws have no atom there, by their closed forms
+    or the polynomial route) comes from one verified solve next to x0; the descent along the imaginary
+    axis is not started."""
+    import freeprob.solve.edges as edges
+
+    law = law_of(name)
+    monkeypatch.setattr(edges._AxisPath, "start", lambda self: pytest.fail("the imaginary-axis descent ran"))
+    for dps in (15, 40):
+        mass, how = atom_at(law._numerics, law.law, x0, dps, 0, law.scale)
+        assert mass == 0 and how == "bound"
+    assert not [a for a in law.atoms(15, candidates=(x0,), method="polynomial") if a[0] == x0]
+
+
 def test_no_atom_for_full_rank():
     for name in ("marchenko-pastur", "wigner-semicircle", "attention-single-head"):
         assert law_of(name).atoms(20) == []

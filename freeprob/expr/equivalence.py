@@ -176,6 +176,35 @@ def _namespace(ctx):
     return ns
 
 
+def _gaussian_weighted(ctx, func):
+    """``t -> func(t) exp(-t^2/2)`` in ``ctx``, without mpmath's slow path at the far nodes.
+
+    Above 600 bits mpmath computes ``exp`` of an integral-valued argument as a
+    power of ``e`` (thousands of squarings for the huge ``t^2/2`` of the far
+    tanh-sinh nodes of an infinite interval: most of the time of a quadrature
+    at 150 digits). Where ``t^2/2`` exceeds ``4 prec`` a 53-bit estimate of
+    the node's term, ``|func(t)| exp(-t^2/2)`` times ``4 (1 + t^2)`` (a bound
+    of the Jacobian of mpmath's map of a half-line), decides: below
+    ``2^-(prec + 30)`` the term is 0 (the sum of all such terms changes the
+    integral by far less than its working precision), else it is computed as
+    everywhere else.
+    """
+    far = ctx.mpf(4 * ctx.prec)
+    rough = context(15)
+    tiny = rough.mpf(2) ** (-(ctx.prec + 30))
+
+    def weighted(t):
+        v = func(t)
+        w = t * t / 2
+        if w > far and v == 0:
+            return v
+        if w > far and rough.mpf(abs(v)) * rough.exp(-rough.mpf(w)) * 4 * (1 + rough.mpf(t) ** 2) < tiny:
+            return ctx.zero
+        return v * ctx.exp(-w)
+
+    return weighted
+
+
 def _kinks(g, x):
     """Real points where ``g`` (a function of ``x`` only) may fail to be smooth."""
     pieces = []
@@ -220,7 +249,7 @@ def _quad_expectation(g, x, dps):
             inner.append(ctx.zero)
         points = [ctx.ninf] + sorted(inner) + [ctx.inf]
         try:
-            value = ctx.quad(lambda t: func(t) * ctx.exp(-t * t / 2), points) * norm
+            value = ctx.quad(_gaussian_weighted(ctx, func), points) * norm
         except (ZeroDivisionError, OverflowError, ValueError, TypeError) as exc:
             raise ConvergenceError(
                 f"quadrature of E[{g}] failed ({exc}); the integrand may not be integrable "
@@ -243,7 +272,7 @@ def _quad_expectation(g, x, dps):
 
 def _numbers_of(g, dps):
     """``g`` with every :class:`GaussianMean` inside it (a coefficient of an inner layer) replaced by its value
-    to ``dps`` digits (computed at exactly those digits: nested layers add 10 digits each, not a margin)."""
+    to ``dps`` digits (nested layers add 10 digits each, not a margin)."""
     atoms = g.atoms(GaussianMean)
     if not atoms:
         return g
@@ -589,16 +618,21 @@ def _remember(g, dps, value):
         _BEST[g] = (dps, value)
 
 
+#: Quadratures run at multiples of this many digits (a value at D digits serves every request at <= D).
+_MEAN_LEVEL = 50
+
+
 def _mean_value(g, dps, margin=True):
     """``E g(xi)`` to ``dps`` digits: the most precise value computed so far when it has enough digits, else
-    quadrature (:func:`_quad_expectation`) at ``dps`` digits, or with ``margin`` at ``dps + 20`` rounded up
-    to a multiple of 10."""
+    quadrature (:func:`_quad_expectation`) at the first multiple of :data:`_MEAN_LEVEL` digits at or above
+    ``dps`` (with ``margin``, ``dps + 10``)."""
     best = _BEST.get(g)
     if best is not None and best[0] >= dps:
         return best[1]
-    # a computation asks for a few more digits at a time (guard digits, a verification, the cancellation in
-    # nu^2 = E g^2 - mu0^2 - s mu1^2): one quadrature with a margin serves the next requests
-    work = -(-(dps + 20) // 10) * 10 if margin else dps
+    # a computation asks for a few more digits at a time (guard digits, a second solve with more digits for
+    # its verification, sympy's evaluation of the cancellation in nu^2 = E g^2 - mu0^2 - s mu1^2): one
+    # quadrature at a coarse level serves the next requests, where steps of 10 digits recomputed at each
+    work = -(-(dps + (10 if margin else 0)) // _MEAN_LEVEL) * _MEAN_LEVEL
     value = _quad_expectation(g, _REAL_X, work)
     _remember(g, work, value)
     return value

@@ -18,9 +18,10 @@
   y^2/(y^2 + (x - x0)^2) dmu(x)`` decreases to the mass, so every verified
   ``M(y)`` is an upper bound of it. With an exact lower bound (the rank
   deficiency of the expression, computed by the caller) the mass is settled
-  when the two agree to the digits asked for (:func:`atom_at`); the Dyson
-  solution is continued down ``y`` in mpmath with steps that grow while the
-  solution follows its power law in ``y``. Richardson extrapolation of
+  when the two agree to the digits asked for (:func:`atom_at`): at a point
+  where the solution is regular one solve next to it suffices; otherwise the
+  Dyson solution is continued down ``y`` in mpmath with steps that grow while
+  the solution follows its power law in ``y``. Richardson extrapolation of
   ``M(y)`` (:func:`atom_mass`) is the fallback when the bound is not attained.
 * Hard edges: a support interval that ends at a candidate point (0) with a
   density growing towards it ends there exactly when the density is verified
@@ -39,7 +40,7 @@ import numpy as np
 from .._errors import ConvergenceError
 from .numeric import FastSystem, MPSystem, NumericSystems
 from .._precision import context, flint_precision, guard_digits, to_mpf
-from .newton import _newton_fast, newton_mp, solve_fast
+from .newton import _newton_fast, newton_mp, solve_fast, solve_point
 
 __all__ = [
     "refine_edge",
@@ -754,14 +755,40 @@ class _AxisPath:
         return self.mass((ctx.mpf(t), g2, outs2, ctx.dps))
 
 
+def _direct_bound(systems, z0, dps):
+    """An upper bound of the mass at ``z0`` from one verified solve next to it, or None.
+
+    At a point where the Dyson solution is regular (outside the support, or
+    inside it where the density is finite) the boundary value ``G(z0 + i0)``
+    is solved directly (:func:`~freeprob.solve.newton.solve_point` on the
+    axis: at ``z0 + i t``, ``t = 10^-(dps + guard)``, checked under a
+    precision increase), and ``M(t) = -t Im G_u(z0 + i t)`` (plus ``t`` times
+    the change under that increase) bounds the mass from above, as every
+    value of ``M`` does. Next to an atom or a singular edge the solve fails or
+    the bound is not small, and None or a large bound is returned; the caller
+    then continues the solution down the imaginary direction.
+    """
+    try:
+        sol = solve_point(systems, z0, dps, on_axis=True, where=z0)
+    except ConvergenceError:
+        return None
+    t = sol.z.imag
+    return -t * sol.outputs[0].imag + t * sol.difference
+
+
 def atom_at(system, kind, x0, dps, lower=0, scale=1.0, hard_edge=False):
     """The mass at ``x0`` to ``dps`` digits, given an exact lower bound ``lower`` of it.
 
     ``M(y) = Re(iy G(x0 + iy))`` (for squared singular values at 0,
     ``-y G(-y)``, which is ``Re(i t G_u(i t))`` at ``t = sqrt(y)`` in the
     system variable) decreases to the mass as ``y -> 0``: each verified value
-    is an upper bound. The Dyson solution is continued down the imaginary
-    direction (:class:`_AxisPath`) until
+    is an upper bound. For eigenvalues with ``lower = 0``, where the solution
+    is regular at ``x0`` (a gap of the support, or a finite density) one
+    verified solve at ``y = 10^-(dps + guard)`` (:func:`_direct_bound`) gives
+    a bound below ``10^-(dps+1)``, and the mass is 0 (``"bound"``).
+    Otherwise (an atom, a singular density, squared singular values, and
+    always with ``hard_edge``) the Dyson solution is continued down the
+    imaginary direction (:class:`_AxisPath`) until
 
     * ``M - lower < 10^-(dps+1)``: the value is solved again with 10 more
       digits, and the mass lies in ``[lower, lower + 10^-(dps+1))``; or
@@ -812,8 +839,19 @@ def atom_at(system, kind, x0, dps, lower=0, scale=1.0, hard_edge=False):
     scale = float(scale)
     z0 = 0.0 if ssv else float(x0)
     zscale = float(np.sqrt(scale)) if ssv else scale
-    path = _AxisPath(systems, z0, dps, zscale).start()
     tol = ctx.mpf(10) ** (-(dps + 1))
+    # one solve next to x0 settles a zero mass at a regular point; with an atom expected (a positive lower
+    # bound) or in the hermitized variable (singular at 0 for a non-square shape) it fails, slowly: not tried
+    if not hard_edge and not ssv and low == 0:
+        upper = _direct_bound(systems, z0, dps)
+        if upper is not None:
+            if upper < low - ctx.mpf(10) ** (-dps):
+                raise ConvergenceError(
+                    f"the mass at {x0} is at most {ctx.nstr(upper, 12)} (the solve at x0 + i 10^-{dps + guard_digits(dps)}), "
+                    f"below its lower bound {ctx.nstr(low, 12)} from the ranks of the expression", point=x0, dps=dps)
+            if upper - low < tol:
+                return low, "bound"
+    path = _AxisPath(systems, z0, dps, zscale).start()
     decades = 3 * dps + 20
     t_min = max(zscale * 10.0 ** (-(decades / 2 if ssv else decades)), 1e-300)
     state = {}

@@ -128,7 +128,14 @@ def series_coefficients(system, order, ctx=None, domain=None):
         zero, one = ctx.mpc(0), ctx.mpc(1)
         tol = ctx.mpf(10) ** (-(ctx.dps - 3))
     else:
-        conv = lambda c: dom.from_sympy(sympy.nsimplify(c) if sympy.sympify(c).is_Float else sympy.sympify(c))  # noqa: E731
+        converted = {}  # a coefficient repeats across blocks; placing an algebraic number in the field is slow
+
+        def conv(c):
+            c = sympy.sympify(c)
+            if c not in converted:
+                converted[c] = dom.from_sympy(sympy.nsimplify(c) if c.is_Float else c)
+            return converted[c]
+
         zero, one = dom.zero, dom.one
     r = system.n_unknowns
     try:
@@ -255,8 +262,9 @@ def series_moments(system, k, step=1, dps=None):
     def pick(coeffs):
         return [coeffs[step * j + 1][0] for j in range(1, k + 1)]
 
-    if dps is None and system_domain(system) is not None:
-        coeffs, _ = series_coefficients(system, order)
+    dom = system_domain(system) if dps is None else None
+    if dom is not None:
+        coeffs, _ = series_coefficients(system, order, domain=dom)
         return [sympy.nsimplify(x) if isinstance(x, sympy.Float) else sympy.simplify(x) for x in pick(coeffs)]
     dps = check_dps(dps or 15)
     work = dps + guard_digits(dps)
