@@ -33,7 +33,6 @@ on the square (``1/r``) is refused by its error estimate.
 ('0.5130775203 - 0.7493239476j', True)
 """
 
-import threading
 from types import MappingProxyType
 
 import networkx as nx
@@ -45,7 +44,7 @@ from ._numbers import read_number
 from ._precision import context, to_mpc
 from .expr.profiles import C, R, uniform_table
 from .expr.tree import Expr, Matrix, Product, Scaled, Transpose, leaves
-from .law import _read_values  # the one reader of ratios and parameters (same rank)
+from .law import _Cache, _read_values  # the law's value cache and the one reader of ratios and parameters (same rank)
 from .profiled import MAX_PROFILE_MOMENTS
 from .reduce.blocks import extrapolate, has_continuous_profile
 from .solve.cdf import tabulate
@@ -178,8 +177,7 @@ class ProfileLaw:
         init(self, "_rho", (float(values[rows]), float(values[cols])))
         init(self, "_exact", (alpha, values[rows], values[cols]))
         init(self, "_transposed", transposed)
-        init(self, "_lock", threading.Lock())
-        init(self, "_memo", {})
+        init(self, "_memo", _Cache())
         # the profile at every cell midpoint now, so that a bad profile is reported when the law is made
         for m in cells:
             self._tables(m)
@@ -196,12 +194,7 @@ class ProfileLaw:
 
     # -- the discretized equations ----------------------------------------------------------------------
     def _memoized(self, key, build):
-        with self._lock:
-            if key in self._memo:
-                return self._memo[key]
-        value = build()
-        with self._lock:
-            return self._memo.setdefault(key, value)
+        return self._memo.get(key, build)
 
     def _tables(self, m):
         """``(A, B, w, bound)`` of the vector Dyson equation on ``m x m`` cells, and a bound of its support."""
