@@ -6,6 +6,7 @@ import sympy
 
 import freeprob as fp
 from freeprob import EquivalenceError
+from freeprob import attention as att
 from freeprob.expr.entrywise import entry_variance
 from freeprob.expr.generic import generic_variance, second_moment
 from freeprob.expr.softmax import softmax
@@ -55,3 +56,76 @@ def test_refused_deterministic_arguments(build, what):
     assert err.value.condition == "independent-product"
     assert ("adjacent" in str(err.value)) == (what == "adjacent")
     assert ("no Gaussian matrix" in str(err.value)) == (what == "no Gaussian")
+
+
+# -- the attention law on real inputs ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("heads, pattern", [(1, "mha"), (2, "mqa"), (2, "tied-kv"), (2, "mha+kv-gaussian:1:1/2")])
+def test_identity_token_covariance_is_todays_law(heads, pattern):
+    # Sigma = I is orthonormal inputs: the law through the deterministic X must be today's, to 30 digits
+    today = att.attention_law(heads, pattern, 1)
+    real = att.attention_law(heads, pattern, 1, input_spectrum={1: 1})
+    assert real.name.endswith(f"real-input-h{heads}")
+    for x in ("0.3", "1.1"):
+        assert fp.fmt(real.density(x, dps=35), 30) == fp.fmt(today.density(x, dps=35), 30)
+
+
+@pytest.mark.parametrize("heads, spectrum, beta, d_out", [
+    (1, {"1/2": "1/2", "3/2": "1/2"}, 1, "1/2"),
+    (1, {1: "1/2", 2: "1/2"}, "1/2", "1/3"),
+    (2, {"1/4": "1/2", "7/4": "1/2"}, 1, "1/2"),
+])
+def test_mean_of_the_law_is_the_hand_derived_closed_form(heads, spectrum, beta, d_out):
+    # docs/attention.md, "Real inputs": E tr(Y Y^T)/l with Y = sum_h (beta S_h + c Z_h)/sqrt(l) X V_h W_h, taken by
+    # Wick's rule by hand, is (d_out/l) m1(Sigma) (beta^2 m2(Sigma) + c^2), c^2 = e^s - 1 - s, s = beta^2 m1^2
+    # (independent of H for mha: H heads, output variance 1/(H d_v)); widths d_h = d_v = 1/2, l = 1
+    law = att.attention_law(heads, "mha", beta, d_out=d_out, input_spectrum=spectrum)
+    pairs = [(sympy.Rational(a), sympy.Rational(w)) for a, w in spectrum.items()]
+    m1 = sum(w * a for a, w in pairs)
+    m2 = sum(w * a ** 2 for a, w in pairs)
+    b = sympy.Rational(beta)
+    s = b ** 2 * m1 ** 2
+    closed = sympy.Rational(d_out) * m1 * (b ** 2 * m2 + sympy.exp(s) - 1 - s)
+    (got,) = law.moments(1)
+    assert abs(got - sympy.N(closed, 40)) < 1e-25
+
+
+def test_score_variance_sets_the_regime():
+    cfg = att.attention_config(1, "mha", 1, input_spectrum={1: "1/2", 3: "1/2"})   # m1 = 2: scores of sd 2
+    assert cfg.score_beta == 2
+    with pytest.raises(fp.RegimeError):
+        att.attention_law(1, "mha", 1, input_spectrum={1: "1/2", 3: "1/2"}, seq_len=1000)   # exp(8) > 1000
+
+
+@pytest.mark.parametrize("spectrum, piece", [
+    ("1/4:1/2,7/4", "'7/4'"),
+    ("1/4:1/2,,7/4:1/2", "''"),
+    ("1/4:1/2,7/4:1/3", "sum to"),
+    ("0:1/2,1:1/2", "not positive"),
+    ("-1:1", "not positive"),
+    ("1/4:1/2,foo(3):1/2", "foo"),
+    ("__import__('os'):1", "__import__"),
+    ({"1": "-1/2", "2": "3/2"}, "weight"),
+])
+def test_bad_input_spectra(spectrum, piece):
+    with pytest.raises(fp.DomainError) as err:
+        att.attention_config(1, "mha", 1, input_spectrum=spectrum)
+    assert "input spectrum" in str(err.value) and piece in str(err.value)
+
+
+def test_bad_input_position():
+    with pytest.raises(fp.DomainError, match="input_position must be one of generic, diagonal"):
+        att.attention_config(1, "mha", 1, input_spectrum={1: 1}, input_position="random")
+    with pytest.raises(fp.DomainError, match="input_position"):
+        att.sample_attention(40, 1, 20, 20, 20, 1.0, input_spectrum={1: 1}, input_position="diag")
+
+
+def test_generic_sampler_uses_the_token_covariance():
+    # the sampled X X^T has the asked spectrum (generic position: not diagonal)
+    from freeprob.attention.softmax import _real_inputs
+    import numpy as np
+    x = _real_inputs(att.config.read_input_spectrum("1/4:1/2,7/4:1/2"), 200, "generic", np.random.default_rng(0))
+    ev = np.linalg.eigvalsh(x @ x.T)
+    assert np.allclose(ev[:100], 0.25) and np.allclose(ev[100:], 1.75)
+    assert np.abs(np.diag(x @ x.T) - 1).max() < 0.5     # diagonal entries near m1 = 1, not 1/4 or 7/4
