@@ -129,3 +129,43 @@ def test_generic_sampler_uses_the_token_covariance():
     ev = np.linalg.eigvalsh(x @ x.T)
     assert np.allclose(ev[:100], 0.25) and np.allclose(ev[100:], 1.75)
     assert np.abs(np.diag(x @ x.T) - 1).max() < 0.5     # diagonal entries near m1 = 1, not 1/4 or 7/4
+
+
+# -- command line ---------------------------------------------------------------------------------------------------
+
+
+def _cli(*argv):
+    import io
+    from freeprob.cli.engine import main
+    out = io.StringIO()
+    return main(list(argv), out=out), out.getvalue()
+
+
+_PATTERNS = [(1, "mha"), (2, "mqa"), (4, "gqa:2"), (2, "shared-v"), (2, "tied-kv"), (2, "mha+kv-gaussian:1:1/2"),
+             (2, "mqa+kv-identity:2:1"), (2, "kv-identity:1:1")]
+
+
+@pytest.mark.parametrize("inputs", [None, "1/4:1/2,7/4:1/2"])
+@pytest.mark.parametrize("heads, pattern", _PATTERNS)
+def test_cli_emit_round_trips_every_pattern(tmp_path, heads, pattern, inputs):
+    # --emit once dropped the value coupling (it wrote cfg.pattern, not cfg.spec): the file must be the configuration
+    path = tmp_path / "m.toml"
+    argv = ["attention", "--heads", str(heads), "--pattern", pattern, "--emit", str(path)]
+    if inputs:
+        argv += ["--input-spectrum", inputs]
+    code, text = _cli(*argv)
+    assert code == 0, text
+    cfg = att.attention_config(heads, pattern, 1, input_spectrum=inputs)
+    assert fp.load_model(path).expr == att.attention_expression(cfg)
+    assert path.read_text() == att.model_text(cfg)
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--input-spectrum", "1/4:1/2,7/4"], "the piece '7/4' is not VALUE:WEIGHT"),
+    (["--input-spectrum", "1/4:1/2,7/4:1/4"], "sum to 3/4"),
+    (["--input-spectrum", "1:1/2,-1:1/2"], "not positive"),
+    (["--input-spectrum", "1/4:1/2,7/4:1/2", "--input-position", "diagonal"], "input_position='diagonal'"),
+])
+def test_cli_refuses_bad_inputs_with_the_reason(argv, words, capsys):
+    code, _ = _cli("attention", *argv)
+    assert code != 0 and words in capsys.readouterr().err
