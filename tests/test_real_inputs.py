@@ -169,3 +169,39 @@ def test_cli_emit_round_trips_every_pattern(tmp_path, heads, pattern, inputs):
 def test_cli_refuses_bad_inputs_with_the_reason(argv, words, capsys):
     code, _ = _cli("attention", *argv)
     assert code != 0 and words in capsys.readouterr().err
+
+
+# -- the diagonal position: refused with the evidence ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize("call", [
+    lambda: att.attention_config(1, "mha", 1, input_spectrum="1/4:1/2,7/4:1/2", input_position="diagonal"),
+    lambda: att.attention_law(2, "mqa", 1, input_spectrum={1: "1/2", 2: "1/2"}, input_position="diagonal"),
+    lambda: att.check_attention(1, "mha", 1, input_spectrum="1/4:1/2,7/4:1/2", input_position="diagonal",
+                                sizes=(100, 200, 400)),
+])
+def test_diagonal_position_is_refused_with_the_measured_numbers(call):
+    with pytest.raises(EquivalenceError) as err:
+        call()
+    text = str(err.value)
+    assert err.value.condition == "input-position"
+    # the numbers of benchmarks/real_inputs_evidence.py (generic passes, diagonal fails)
+    assert "0.19 se" in text and "11.0 +- 0.26" in text and "42.9 se" in text and "2.57, 3.94, 5.28, 6.72" in text
+
+
+def test_diagonal_of_one_value_is_generic():
+    # Sigma = a I is the same matrix in every basis: nothing to refuse
+    cfg = att.attention_config(1, "mha", 1, input_spectrum={2: 1}, input_position="diagonal")
+    assert cfg.score_beta == 2
+
+
+def test_diagonal_sampler_shows_the_failure():
+    # the sampled diagonal layer is far above the law already at l = 400 (the evidence has the extrapolation). The
+    # margins are from benchmarks/real_inputs_evidence.py at N = 400: diagonal mean 1.14 + 3.94 with a replicate sd
+    # of 0.41 (3 x 1.14 is 4 sd below), generic bias -0.026 with sd 0.021 (the 10% band is 4 sd beyond the bias)
+    import numpy as np
+    law_mean = float(att.attention_law(1, "mha", 1, input_spectrum="1/4:1/2,7/4:1/2").moments(1)[0])
+    spec = att.sample_attention(400, 1, 200, 200, 200, 1.0, rng=1, input_spectrum="1/4:1/2,7/4:1/2",
+                                input_position="diagonal")
+    generic = att.sample_attention(400, 1, 200, 200, 200, 1.0, rng=1, input_spectrum="1/4:1/2,7/4:1/2")
+    assert np.mean(spec) > 3 * law_mean and abs(np.mean(generic) - law_mean) < 0.1 * law_mean
