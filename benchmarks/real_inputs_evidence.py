@@ -24,10 +24,10 @@ Run (a few minutes on one core):
 """
 
 import argparse
+import math
 import time
 
 from freeprob import attention as att
-from freeprob.attention.check import multi_size_check, rank_atom
 
 SPECTRUM = "1/4:1/2,7/4:1/2"
 
@@ -44,7 +44,7 @@ def evidence(position, sizes, seed, progress=None):
                                     input_spectrum=SPECTRUM, input_position=position)
 
     epsilon = float(att.regime_parameter(cfg.score_beta, min(lengths)))
-    return multi_size_check(sample, law, rank_atom(cfg), sizes, lengths=lengths, seed=seed, progress=progress,
+    return att.multi_size_check(sample, law, att.rank_atom(cfg), sizes, lengths=lengths, seed=seed, progress=progress,
                             label=f"{cfg.label()} sampled {position}", epsilon=epsilon)
 
 
@@ -60,7 +60,6 @@ def entrywise_mean(spectrum=((0.25, 0.5), (1.75, 0.5)), beta=1.0, d_out=0.5):
     instead (the value ``law.moments(1)``). An independent route (no matrix,
     no law) to how far the diagonal position is from the law.
     """
-    import math
     total = 0.0
     for li, wi in spectrum:
         z = sum(wk * math.exp(beta ** 2 * li * lk / 2) for lk, wk in spectrum)

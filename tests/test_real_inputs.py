@@ -1,12 +1,17 @@
 """Attention on real inputs: deterministic matrices in entrywise arguments (generic position), the real-input
 attention law and its refusals (docs/attention.md, "Real inputs")."""
 
+import io
+
+import numpy as np
 import pytest
 import sympy
 
 import freeprob as fp
 from freeprob import EquivalenceError
 from freeprob import attention as att
+from freeprob.attention import real_inputs
+from freeprob.cli.engine import main
 from freeprob.expr.entrywise import entry_variance
 from freeprob.expr.generic import generic_variance, second_moment
 from freeprob.expr.softmax import softmax
@@ -123,9 +128,7 @@ def test_bad_input_position():
 
 def test_generic_sampler_uses_the_token_covariance():
     # the sampled X X^T has the asked spectrum (generic position: not diagonal)
-    from freeprob.attention.softmax import _real_inputs
-    import numpy as np
-    x = _real_inputs(att.config.read_input_spectrum("1/4:1/2,7/4:1/2"), 200, "generic", np.random.default_rng(0))
+    x = real_inputs(att.read_input_spectrum("1/4:1/2,7/4:1/2"), 200, "generic", np.random.default_rng(0))
     ev = np.linalg.eigvalsh(x @ x.T)
     assert np.allclose(ev[:100], 0.25) and np.allclose(ev[100:], 1.75)
     assert np.abs(np.diag(x @ x.T) - 1).max() < 0.5     # diagonal entries near m1 = 1, not 1/4 or 7/4
@@ -135,8 +138,6 @@ def test_generic_sampler_uses_the_token_covariance():
 
 
 def _cli(*argv):
-    import io
-    from freeprob.cli.engine import main
     out = io.StringIO()
     return main(list(argv), out=out), out.getvalue()
 
@@ -199,7 +200,6 @@ def test_diagonal_sampler_shows_the_failure():
     # the sampled diagonal layer is far above the law already at l = 400 (the evidence has the extrapolation). The
     # margins are from benchmarks/real_inputs_evidence.py at N = 400: diagonal mean 1.14 + 3.94 with a replicate sd
     # of 0.41 (3 x 1.14 is 4 sd below), generic bias -0.026 with sd 0.021 (the 10% band is 4 sd beyond the bias)
-    import numpy as np
     law_mean = float(att.attention_law(1, "mha", 1, input_spectrum="1/4:1/2,7/4:1/2").moments(1)[0])
     spec = att.sample_attention(400, 1, 200, 200, 200, 1.0, rng=1, input_spectrum="1/4:1/2,7/4:1/2",
                                 input_position="diagonal")

@@ -39,7 +39,8 @@ from ..montecarlo.sample import haar_matrix
 from .config import INPUT_POSITIONS, head_plan, input_spectrum_value, read_input_spectrum, split_pattern
 from .equivalence import softmax_coefficients
 
-__all__ = ["attention_sizes", "config_sizes", "sample_attention", "sample_config", "softmax_gaussian_equivalent"]
+__all__ = ["attention_sizes", "config_sizes", "real_inputs", "sample_attention", "sample_config",
+           "softmax_gaussian_equivalent"]
 
 
 _TIED_QK_MESSAGE = (
@@ -243,7 +244,7 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
     rng = np.random.default_rng(rng)
 
     if spectrum is not None:
-        x_in = _real_inputs(spectrum, l, input_position, rng)
+        x_in = real_inputs(spectrum, l, input_position, rng)
 
         def draw(cols, scale):
             return x_in @ (rng.standard_normal((l, cols)) * scale)
@@ -306,12 +307,31 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
     return np.sort(sv2)
 
 
-def _real_inputs(spectrum, l, position, rng):
-    """``X = Sigma^{1/2}`` (``l x l``): ``O diag(sqrt(values)) O^T`` (generic, ``O`` Haar) or the diagonal.
+def real_inputs(spectrum, l, position, rng):
+    """Sampled real inputs ``X = Sigma^{1/2}`` (``l x l``), the token covariance ``X X^T`` of a given spectrum.
 
-    Value ``a_k`` sits on the tokens whose midpoint ``(i + 1/2)/l`` falls in
-    its cell of the spectrum (in the order given), as for every deterministic
-    matrix (:func:`freeprob.montecarlo.sample.deterministic_diagonal`).
+    Parameters
+    ----------
+    spectrum : tuple of (value, weight)
+        From :func:`~freeprob.attention.read_input_spectrum`; value ``a_k``
+        sits on the tokens whose midpoint ``(i + 1/2)/l`` falls in its cell
+        (in the order given), as for every deterministic matrix
+        (:func:`freeprob.montecarlo.sample.deterministic_diagonal`).
+    l : int
+    position : {"generic", "diagonal"}
+        ``O diag(sqrt(values)) O^T`` with ``O`` Haar, or the diagonal.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> from freeprob.attention import read_input_spectrum
+    >>> x = real_inputs(read_input_spectrum("1/4:1/2,9/4:1/2"), 4, "diagonal", np.random.default_rng(0))
+    >>> np.diag(x).tolist()
+    [0.5, 0.5, 1.5, 1.5]
     """
     mids = (np.arange(l) + 0.5) / l
     root = np.empty(l)
