@@ -205,3 +205,11 @@ def test_diagonal_sampler_shows_the_failure():
                                 input_position="diagonal")
     generic = att.sample_attention(400, 1, 200, 200, 200, 1.0, rng=1, input_spectrum="1/4:1/2,7/4:1/2")
     assert np.mean(spec) > 3 * law_mean and abs(np.mean(generic) - law_mean) < 0.1 * law_mean
+
+
+@pytest.mark.slow
+def test_real_softmax_on_generic_inputs_passes_the_multi_size_check():
+    # the generic half of benchmarks/real_inputs_evidence.py (about 15 s): real softmax on inputs in generic position
+    # extrapolates to the law (|a| <= t se(a) for every statistic)
+    report = att.check_attention(1, "mha", 1, input_spectrum="1/4:1/2,7/4:1/2", sizes=(200, 400, 800, 1600), seed=1)
+    assert report.passed, report.text()
