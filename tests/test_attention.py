@@ -169,6 +169,10 @@ def test_shipped_attention_models_are_what_the_builder_emits():
         pattern, h = model.name[len("attention-"):].rsplit("-h", 1)
         pattern = pattern.replace("gqa", "gqa:")
         values = {str(k): v for k, v in {**model.ratios, **model.params}.items()}
+        if pattern.endswith("-real-input"):  # real inputs: X = Sigma^(1/2), the token covariance of spectrum a^2
+            pattern = pattern[:-len("-real-input")]
+            (x,) = [m for m in model.expr.leaves() if m.name == "X"]
+            values["input_spectrum"] = {a ** 2: w for a, w in x.spectrum}
         cfg = att.attention_config(int(h), pattern, values.pop("beta"), **values)
         assert path.read_text() == att.model_text(cfg), path
 

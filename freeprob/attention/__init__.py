@@ -7,7 +7,9 @@ The public names, by step:
 * configuration: :func:`attention_config`, :class:`AttentionConfig`,
   :func:`head_plan`, :func:`groups_divide`, ``PATTERNS``; values that
   depend on the keys: :class:`ValueCoupling`, :func:`split_pattern`,
-  ``COUPLINGS``;
+  ``COUPLINGS``; real inputs (docs/attention.md, "Real inputs"):
+  :func:`read_input_spectrum`, ``INPUT_POSITIONS``, :func:`input_factor`,
+  :func:`real_inputs`;
 * regime: :func:`check_regime`, :func:`regime_parameter`,
   :class:`RegimeWarning`;
 * law: :func:`softmax_coefficients`, :func:`attention_expression`,
@@ -40,19 +42,28 @@ from .check import AttentionCheckReport, check_attention, multi_size_check, rank
 from .compare import ComparisonReport, allocation_study, compare_patterns, same_system, width_study
 from .config import (
     COUPLINGS,
+    INPUT_POSITIONS,
     PATTERNS,
     AttentionConfig,
     ValueCoupling,
     attention_config,
     groups_divide,
     head_plan,
+    read_input_spectrum,
     split_pattern,
 )
 from .equivalence import GaussianEquivalent, command_line_report, gaussian_equivalent, softmax_coefficients
-from .model import attention_expression, attention_law, emit_model, head_groups, model_text
+from .model import attention_expression, attention_law, emit_model, head_groups, input_factor, model_text
 from .plots import plot_check, plot_comparison, plot_sweep
 from .regime import BETA_WARN, REGIME_REFUSE, REGIME_WARN, check_regime, regime_parameter
-from .softmax import attention_sizes, config_sizes, sample_attention, sample_config, softmax_gaussian_equivalent
+from .softmax import (
+    attention_sizes,
+    config_sizes,
+    real_inputs,
+    sample_attention,
+    sample_config,
+    softmax_gaussian_equivalent,
+)
 from .sweep import (
     DEFAULT_HEADS,
     MAX_HEADS,
@@ -70,6 +81,7 @@ __all__ = [
     "CAUSAL_OBJECTS",
     "COUPLINGS",
     "DEFAULT_HEADS",
+    "INPUT_POSITIONS",
     "MAX_HEADS",
     "MAX_SWEEP_MOMENTS",
     "PATTERNS",
@@ -103,6 +115,7 @@ __all__ = [
     "groups_divide",
     "head_counts",
     "head_plan",
+    "input_factor",
     "model_text",
     "multi_size_check",
     "plan_sweep",
@@ -110,6 +123,8 @@ __all__ = [
     "plot_comparison",
     "plot_sweep",
     "rank_atom",
+    "read_input_spectrum",
+    "real_inputs",
     "regime_parameter",
     "same_system",
     "sample_attention",

@@ -176,7 +176,7 @@ class AttentionCheckReport:
 def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v=None,
                     d_out=DEFAULT_WIDTH, sizes=(375, 750, 1500, 3000), reps=None, seed=0, trim=3, moments=3,
                     quantiles=(0.1, 0.25, 0.5, 0.75, 0.9), rates=(0.5, 1.0), level=1e-3, linear=False,
-                    progress=None, causal=False):
+                    progress=None, causal=False, input_spectrum=None, input_position="generic"):
     """Real softmax attention at several sizes against the Gaussian-equivalent law (module docstring).
 
     Parameters
@@ -210,6 +210,11 @@ def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d
         The causal mask: refused by :func:`~freeprob.attention.attention_config`
         (EquivalenceError) before anything is sampled; the causal evidence is
         docs/causal.md.
+    input_spectrum, input_position : optional
+        Real inputs (:func:`~freeprob.attention.attention_config`): the
+        real-softmax sampler draws inputs of that token covariance in generic
+        position; ``input_position="diagonal"`` is refused before anything is
+        sampled (its evidence: benchmarks/real_inputs_evidence.py).
 
     Returns
     -------
@@ -230,11 +235,13 @@ def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d
     With the defaults (four sizes 375..3000, 48/24/12/6 replicates) two heads
     take about 30 s on two idle cores (one sample at ``N = 3000`` about 3 s).
     """
-    cfg = attention_config(heads, pattern, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out, causal=causal)
+    cfg = attention_config(heads, pattern, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out, causal=causal,
+                           input_spectrum=input_spectrum, input_position=input_position)
     sizes = _check_sizes(sizes, rates)
     lengths = [config_sizes(cfg, n)["l"] for n in sizes]
-    epsilon = check_regime(cfg.beta, min(lengths), head_dim=min(config_sizes(cfg, n)["d_h"] for n in sizes))
-    law = attention_law(cfg.heads, cfg.spec, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
+    epsilon = check_regime(cfg.score_beta, min(lengths), head_dim=min(config_sizes(cfg, n)["d_h"] for n in sizes))
+    law = attention_law(cfg.heads, cfg.spec, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out,
+                        input_spectrum=cfg.input_spectrum, input_position=cfg.input_position)
 
     def sample(n, rng):
         return sample_config(cfg, n, rng, linear=linear)

@@ -13,9 +13,11 @@ import sympy
 from .._errors import DomainError, EquivalenceError, RegimeError, ShapeError
 from .._numbers import read_number
 from ..expr.modelfile import MAX_TERMS
+from ..expr.profiles import read_spectrum
 
 __all__ = [
     "COUPLINGS",
+    "INPUT_POSITIONS",
     "PATTERNS",
     "AttentionConfig",
     "ValueCoupling",
@@ -24,6 +26,8 @@ __all__ = [
     "head_plan",
     "positive_int",
     "beta_value",
+    "input_spectrum_value",
+    "read_input_spectrum",
     "split_pattern",
 ]
 
@@ -60,6 +64,80 @@ _CAUSAL = (
     "freeprob has no solver for it. Sample the real layer with freeprob.attention.sample_causal, or drop "
     "causal=True for the non-causal law."
 )
+
+
+#: Where the eigenvectors of the token covariance lie with respect to the tokens (docs/attention.md, "Real inputs").
+INPUT_POSITIONS = ("generic", "diagonal")
+
+#: The Monte-Carlo evidence of the refusal of ``input_position="diagonal"``: benchmarks/real_inputs_evidence.py
+#: (spectrum {1/4: 1/2, 7/4: 1/2}, one head, beta = 1, sizes N = 200..1600, seed 1), filled in from its output.
+_DIAGONAL = (
+    "input_position='diagonal' (a token covariance diagonal in the token basis, aligned with the rows of the "
+    "softmax) is outside the regime of Gaussian equivalence, so no law is returned. The score S_ij = beta (X W_Q "
+    "W_K^T X^T)_ij/sqrt(d_h) then has variance beta^2 lambda_i lambda_j, a variance profile over the tokens, not "
+    "the common beta^2 m1(Sigma)^2 of generic position: the row normalization of softmax, the mean E exp(S_ij) and "
+    "the noise exp(s_ij) - 1 - s_ij all vary from token to token, and the isotropic equivalent (beta S + c Z)/sqrt(l) "
+    "is wrong. {evidence} Rotate the inputs into generic position (input_position='generic', the default: token "
+    "covariance O diag(spectrum) O^T with O Haar), or sample the real layer with "
+    "freeprob.attention.sample_attention(..., input_spectrum=..., input_position='diagonal')."
+)
+
+#: The measured numbers quoted by the refusal (see :data:`_DIAGONAL`).
+DIAGONAL_EVIDENCE = (
+    "Monte-Carlo of real softmax attention (benchmarks/real_inputs_evidence.py: one head, beta = 1, l = 1, widths 1/2, "
+    "token covariance of spectrum {1/4: 1/2, 7/4: 1/2}, N = 200, 400, 800, 1600, seed 1): with the inputs in generic "
+    "position the multi-size check passes (mean of the spectrum extrapolated 2.9e-3 +- 1.5e-2 from the law's 1.1404, "
+    "0.19 se; largest |a|/se 2.20 against the tolerance 4.02); with the inputs diagonal it fails: the mean of the "
+    "spectrum exceeds the law by 2.57, 3.94, 5.28, 6.72 at N = 200, 400, 800, 1600, extrapolated 11.0 +- 0.26 "
+    "(42.9 se; the count at the 0.75 quantile is 69.6 se off), and the mean taken entry by entry with the diagonal "
+    "variances beta^2 lambda_i lambda_j is 11.3, ten times the law's."
+)
+
+
+def read_input_spectrum(value):
+    """A token-covariance spectrum: ``((value, weight), ...)`` exact, values positive, weights summing to 1.
+
+    ``value`` is a mapping value -> weight (``{"1/4": "1/2", "7/4": "1/2"}``)
+    or the text ``"1/4:1/2,7/4:1/2"`` (comma-separated ``VALUE:WEIGHT``
+    pieces, each number read by :func:`freeprob._numbers.read_number`).
+
+    Examples
+    --------
+    >>> read_input_spectrum("1/4:1/2, 7/4:1/2")
+    ((1/4, 1/2), (7/4, 1/2))
+    >>> read_input_spectrum({1: 1})
+    ((1, 1),)
+    >>> read_input_spectrum("1/4:1/2,7/4")
+    Traceback (most recent call last):
+    ...
+    freeprob._errors.DomainError: input spectrum: the piece '7/4' is not VALUE:WEIGHT (write the spectrum as comma-separated VALUE:WEIGHT pieces, e.g. 1/4:1/2,7/4:1/2)
+    """
+    what = "input spectrum"
+    if isinstance(value, str):
+        pairs = []
+        for piece in value.split(","):
+            parts = piece.strip().split(":")
+            if len(parts) != 2 or not parts[0].strip() or not parts[1].strip():
+                raise DomainError(f"{what}: the piece {piece.strip()!r} is not VALUE:WEIGHT (write the spectrum as "
+                                  f"comma-separated VALUE:WEIGHT pieces, e.g. 1/4:1/2,7/4:1/2)")
+            pairs.append((read_number(parts[0].strip(), what=f"{what}: the value of the piece {piece.strip()!r}"),
+                          read_number(parts[1].strip(), what=f"{what}: the weight of the piece {piece.strip()!r}")))
+        value = pairs
+    elif isinstance(value, dict):
+        value = list(value.items())
+    spectrum = read_spectrum(value, what)
+    for a, _ in spectrum:
+        if not a > 0:
+            raise DomainError(f"{what}: the value {a} is not positive; a token covariance X X^T/d has positive "
+                              f"eigenvalues (drop the zero ones with their weight and shorten l instead)")
+    return spectrum
+
+
+def input_spectrum_value(spectrum):
+    """``(m1, m2)`` of a token-covariance spectrum ``((value, weight), ...)``: ``sum w a`` and ``sum w a^2``."""
+    m1 = sympy.nsimplify(sum((w * a for a, w in spectrum), sympy.Integer(0)))
+    m2 = sympy.nsimplify(sum((w * a ** 2 for a, w in spectrum), sympy.Integer(0)))
+    return m1, m2
 
 
 def positive_int(name, value):
@@ -278,6 +356,8 @@ class AttentionConfig:
     d_v: sympy.Expr
     d_out: sympy.Expr
     coupling: ValueCoupling = None
+    input_spectrum: tuple = None
+    input_position: str = "generic"
 
     @property
     def spec(self):
@@ -314,7 +394,27 @@ class AttentionConfig:
     def name(self):
         """``attention-<pattern>-h<H>`` (``gqa:2`` written ``gqa2``; a coupling adds ``-kv-<kind>``)."""
         kv = "" if self.coupling is None else f"-kv-{self.coupling.kind}"
-        return f"attention-{self.pattern.replace(':', '')}{kv}-h{self.heads}"
+        real = "" if self.input_spectrum is None else "-real-input"
+        return f"attention-{self.pattern.replace(':', '')}{kv}{real}-h{self.heads}"
+
+    @property
+    def score_beta(self):
+        """``beta m1(Sigma)``: the standard deviation of the scores ``beta S_ij`` (``beta`` for orthonormal inputs).
+
+        The regime of the equivalence is that of ``beta`` at this value: the
+        entry variance of the scores is ``beta^2 m1(Sigma)^2``
+        (docs/attention.md, "Real inputs").
+        """
+        if self.input_spectrum is None:
+            return self.beta
+        return self.beta * input_spectrum_value(self.input_spectrum)[0]
+
+    @property
+    def input_text(self):
+        """The token-covariance spectrum as ``VALUE:WEIGHT,...`` (None for orthonormal inputs)."""
+        if self.input_spectrum is None:
+            return None
+        return ",".join(f"{a}:{w}" for a, w in self.input_spectrum)
 
     @property
     def ratios(self):
@@ -326,12 +426,13 @@ class AttentionConfig:
 
     def label(self):
         """A short description for tables."""
+        inputs = "" if self.input_spectrum is None else f" inputs={self.input_text} ({self.input_position})"
         return (f"{self.spec} H={self.heads} beta={self.beta} l={self.l} d_h={self.d_h} d_v={self.d_v} "
-                f"d_out={self.d_out}")
+                f"d_out={self.d_out}{inputs}")
 
 
 def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH,
-                     causal=False):
+                     causal=False, input_spectrum=None, input_position="generic"):
     """Validate a configuration.
 
     Parameters
@@ -354,6 +455,15 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
     causal : bool, optional
         The causal mask (query ``i`` attends to keys ``j <= i``). Refused:
         see Raises and docs/causal.md.
+    input_spectrum : dict or str, optional
+        Real inputs: the limiting spectrum of the token covariance
+        ``Sigma = X X^T/d_model`` (value -> weight, or ``"1/4:1/2,7/4:1/2"``;
+        :func:`read_input_spectrum`), with ``Q_h = X W_Q^h``, ``K_h = X W_K^h``,
+        ``V_h = X W_V^h``. Default None: orthonormal rows (``Sigma = I``).
+    input_position : {"generic", "diagonal"}, optional
+        Where the eigenvectors of ``Sigma`` lie: ``"generic"`` (Haar, the
+        default; the Gaussian equivalent holds) or ``"diagonal"`` (aligned
+        with the tokens; refused, see Raises). Docs: docs/attention.md, "Real inputs".
 
     Returns
     -------
@@ -372,7 +482,10 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
         ``causal=True`` (condition ``"causal-mask"``): the Gaussian
         equivalent of masked softmax is a masked score product with an
         unbounded variance profile, whose law has no finite moment and
-        which freeprob cannot solve (docs/causal.md).
+        which freeprob cannot solve (docs/causal.md). ``input_position=
+        "diagonal"`` (condition ``"input-position"``): the score variance is
+        then a profile over the tokens and the Monte-Carlo of real softmax
+        leaves the isotropic law (the numbers are in the message).
 
     Examples
     --------
@@ -390,6 +503,11 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
         raise DomainError(f"causal must be True or False, got {causal!r}")
     if causal:
         raise EquivalenceError(_CAUSAL, condition="causal-mask")
+    if input_position not in INPUT_POSITIONS:
+        raise DomainError(f"input_position must be one of {', '.join(INPUT_POSITIONS)}, got {input_position!r}")
+    spectrum = None if input_spectrum is None else read_input_spectrum(input_spectrum)
+    if input_position == "diagonal" and spectrum is not None and len(spectrum) > 1:  # one value: Sigma = a I
+        raise EquivalenceError(_DIAGONAL.format(evidence=DIAGONAL_EVIDENCE), condition="input-position")
     heads = positive_int("heads", heads)
     if heads > MAX_TERMS:
         # the model file of the configuration (emit_model) holds at most MAX_TERMS terms
@@ -406,4 +524,4 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
     if coupling is not None and coupling.kind == "identity" and dv != dh:
         raise ShapeError(f"pattern {pattern!r}: the identity coupling V_h = a K_h / sqrt(l) + b V'_h needs d_v = d_h; "
                          f"got d_v = {dv}, d_h = {dh} (a gaussian coupling M_h is d_h x d_v)")
-    return AttentionConfig(heads, name, groups, b, lr, dh, dv, do, coupling)
+    return AttentionConfig(heads, name, groups, b, lr, dh, dv, do, coupling, spectrum, input_position)

@@ -172,4 +172,4 @@ def check_config_regime(cfg, seq_len):
     head_dim = None
     if seq_len is not None:
         head_dim = max(1, int(round(positive_int("seq_len", seq_len) * cfg.d_h / cfg.l)))
-    return check_regime(cfg.beta, seq_len, head_dim=head_dim)
+    return check_regime(cfg.score_beta, seq_len, head_dim=head_dim)

@@ -35,10 +35,12 @@ import numpy as np
 import sympy
 
 from .._errors import DomainError, RegimeError, ShapeError
-from .config import head_plan, split_pattern
+from ..montecarlo.sample import haar_matrix
+from .config import INPUT_POSITIONS, head_plan, input_spectrum_value, read_input_spectrum, split_pattern
 from .equivalence import softmax_coefficients
 
-__all__ = ["attention_sizes", "config_sizes", "sample_attention", "sample_config", "softmax_gaussian_equivalent"]
+__all__ = ["attention_sizes", "config_sizes", "real_inputs", "sample_attention", "sample_config",
+           "softmax_gaussian_equivalent"]
 
 
 _TIED_QK_MESSAGE = (
@@ -113,7 +115,8 @@ def _centered_softmax(scores, beta):
 
 
 def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None, linear=False,
-                     inputs="gaussian", d_model=None, allow_outside_regime=False):
+                     inputs="gaussian", d_model=None, allow_outside_regime=False, input_spectrum=None,
+                     input_position="generic"):
     """Squared singular values of one sample of centered multi-head softmax attention.
 
     Samples ``Y = sum_h sqrt(l) (A_h - 1 1^T/l) V_h W_h`` (see the module
@@ -167,6 +170,18 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
     allow_outside_regime : bool, optional
         Accept ``pattern="tied-qk"`` (Monte-Carlo outside the regime of
         validity, to show the failure of Gaussian equivalence).
+    input_spectrum : dict or str, optional
+        Real inputs: ``X`` (``l x l``) with token covariance ``X X^T =
+        Sigma`` of this limiting spectrum (value -> weight, or
+        ``"1/4:1/2,7/4:1/2"``; each value on the tokens whose midpoint
+        ``(i + 1/2)/l`` falls in its cell), and ``Q_h = X G_Q^h``, ``K_h = X
+        G_K^h``, ``V_h = X G_V^h`` with the Gaussian matrices above. The
+        linear surrogate then uses ``c^2 = exp(s) - 1 - s`` at ``s = beta^2
+        m1(Sigma)^2`` (docs/attention.md, "Real inputs").
+    input_position : {"generic", "diagonal"}, optional
+        ``"generic"``: ``X = O diag(sqrt(values)) O^T`` with one Haar ``O``
+        per sample; ``"diagonal"``: ``X`` diagonal in the token basis (the
+        case the law refuses; sampled to show the failure).
 
     Returns
     -------
@@ -221,9 +236,19 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
         raise DomainError(f"inputs must be 'gaussian' or 'orthonormal', got {inputs!r}")
     if inputs == "gaussian" and d_model is not None:
         raise DomainError("d_model is only used with inputs='orthonormal'")
+    if input_position not in INPUT_POSITIONS:
+        raise DomainError(f"input_position must be one of {', '.join(INPUT_POSITIONS)}, got {input_position!r}")
+    spectrum = None if input_spectrum is None else read_input_spectrum(input_spectrum)
+    if spectrum is not None and inputs != "gaussian":
+        raise DomainError("input_spectrum gives the inputs X itself; it cannot be combined with inputs='orthonormal'")
     rng = np.random.default_rng(rng)
 
-    if inputs == "orthonormal":
+    if spectrum is not None:
+        x_in = real_inputs(spectrum, l, input_position, rng)
+
+        def draw(cols, scale):
+            return x_in @ (rng.standard_normal((l, cols)) * scale)
+    elif inputs == "orthonormal":
         d = l if d_model is None else _check_size("d_model", d_model)
         if d < l:
             raise ShapeError(f"inputs with orthonormal rows need d_model >= l; got d_model={d}, l={l}")
@@ -237,7 +262,10 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
             return rng.standard_normal((l, cols)) * scale
 
     if linear:
-        mu1, c = softmax_gaussian_equivalent(beta)
+        mu1, _ = softmax_gaussian_equivalent(beta)
+        # the noise is that of the scores' entry variance s = beta^2 m1(Sigma)^2 (m1 = 1 for orthonormal inputs)
+        m1 = 1.0 if spectrum is None else float(input_spectrum_value(spectrum)[0])
+        _, c = softmax_gaussian_equivalent(beta * m1)
     cache = {}
 
     def shared(kind, index, cols, scale):
@@ -277,6 +305,46 @@ def sample_attention(l, heads, d_h, d_v, d_out, beta, pattern="mha", *, rng=None
     if sv2.size < l:
         sv2 = np.concatenate([sv2, np.zeros(l - sv2.size)])
     return np.sort(sv2)
+
+
+def real_inputs(spectrum, l, position, rng):
+    """Sampled real inputs ``X = Sigma^{1/2}`` (``l x l``), the token covariance ``X X^T`` of a given spectrum.
+
+    Parameters
+    ----------
+    spectrum : tuple of (value, weight)
+        From :func:`~freeprob.attention.read_input_spectrum`; value ``a_k``
+        sits on the tokens whose midpoint ``(i + 1/2)/l`` falls in its cell
+        (in the order given), as for every deterministic matrix
+        (:func:`freeprob.montecarlo.sample.deterministic_diagonal`).
+    l : int
+    position : {"generic", "diagonal"}
+        ``O diag(sqrt(values)) O^T`` with ``O`` Haar, or the diagonal.
+    rng : numpy.random.Generator
+
+    Returns
+    -------
+    numpy.ndarray
+
+    Examples
+    --------
+    >>> from freeprob.attention import read_input_spectrum
+    >>> x = real_inputs(read_input_spectrum("1/4:1/2,9/4:1/2"), 4, "diagonal", np.random.default_rng(0))
+    >>> np.diag(x).tolist()
+    [0.5, 0.5, 1.5, 1.5]
+    """
+    mids = (np.arange(l) + 0.5) / l
+    root = np.empty(l)
+    lo = 0.0
+    for k, (a, w) in enumerate(spectrum):
+        last = k == len(spectrum) - 1
+        hi = 1.0 if last else lo + float(w)
+        root[(mids >= lo) if last else ((mids >= lo) & (mids < hi))] = math.sqrt(float(a))
+        lo = hi
+    if position == "diagonal":
+        return np.diag(root)
+    o = haar_matrix(rng, l)
+    return (o * root) @ o.T
 
 
 def _coupled_values(coupling, keys, d_v, independent, rng):
@@ -378,4 +446,5 @@ def sample_config(cfg, n, rng=None, linear=False):
     """
     s = config_sizes(cfg, n)
     return sample_attention(s["l"], cfg.heads, s["d_h"], s["d_v"], s["d_out"], float(cfg.beta),
-                            pattern=cfg.spec, rng=rng, linear=linear)
+                            pattern=cfg.spec, rng=rng, linear=linear, input_spectrum=cfg.input_spectrum,
+                            input_position=cfg.input_position)

@@ -3,7 +3,8 @@
 ::
 
     freeprob attention [--heads H] [--pattern P] [--beta B] [--l L] [--dh DH] [--dv DV] [--dout DO]
-                       [--causal] [--seq-len N] [--name NAME] [--emit FILE.toml]
+                       [--causal] [--input-spectrum 1/4:1/2,7/4:1/2] [--input-position generic|diagonal]
+                       [--seq-len N] [--name NAME] [--emit FILE.toml]
     freeprob attention check [same options] [--sizes 375,750,1500,3000] [--reps R1,R2,...] [--seed S]
                              [--trim T] [--linear] [--json] [--plot FILE.png]
     freeprob attention compare [--heads 1,2,4,8] [--patterns mha,mqa,gqa:2,shared-v,tied-kv] [--beta B]
@@ -20,6 +21,10 @@ A pattern may carry a value coupling, ``--pattern mha+kv-gaussian:1:0`` (values
 and ``compare --patterns`` takes such patterns among the others.
 ``--causal`` (the causal mask) is refused with the reason (an
 EquivalenceError, exit code of any freeprob error; docs/causal.md).
+``--input-spectrum`` gives real inputs (token covariance of that spectrum,
+docs/attention.md "Real inputs"); ``--input-position diagonal`` is refused
+with its Monte-Carlo evidence. ``compare`` and ``sweep`` take no input
+spectrum (orthonormal inputs only).
 Options of ``check``, ``compare`` and ``sweep`` follow the subcommand name.
 Sizes are ratios (``--dh 1/2``); ``--dv`` defaults to ``--dh``. Without
 ``--emit``, ``freeprob attention`` prints the model file. ``check``,
@@ -77,6 +82,12 @@ def _config_args(p, suppress):
     p.add_argument("--dout", default=d("1/2"), help="ratio of the output width (default 1/2)")
     p.add_argument("--causal", action="store_true", default=d(False),
                    help="causal mask (query i attends to keys j <= i): refused with the reason, see docs/causal.md")
+    p.add_argument("--input-spectrum", default=d(None), metavar="VALUE:WEIGHT,...",
+                   help="real inputs: the spectrum of the token covariance X X^T/d, e.g. 1/4:1/2,7/4:1/2 "
+                        "(weights sum to 1, values positive; default: orthonormal inputs)")
+    p.add_argument("--input-position", choices=("generic", "diagonal"), default=d("generic"),
+                   help="eigenvectors of the token covariance: generic (Haar, default) or diagonal (aligned with "
+                        "the tokens: refused with the Monte-Carlo evidence, see docs/attention.md)")
 
 
 def _ints(text, what):
@@ -106,17 +117,26 @@ def _ratios(args):
     return {"l": args.l, "d_h": args.dh, "d_v": args.dv, "d_out": args.dout}
 
 
+def _inputs(args):
+    """The real-input keywords of a configuration (``--input-spectrum``, ``--input-position``)."""
+    return {"input_spectrum": args.input_spectrum, "input_position": args.input_position}
+
+
 def cmd_attention(args, out):
     """``freeprob attention``: print or write (``--emit``) the Gaussian-equivalent model file."""
-    cfg = attention_config(args.heads, args.pattern, args.beta, **_ratios(args), causal=args.causal)
+    cfg = attention_config(args.heads, args.pattern, args.beta, **_ratios(args), causal=args.causal,
+                           **_inputs(args))
     if args.seq_len is not None:
-        check_regime(cfg.beta, args.seq_len, head_dim=max(1, round(args.seq_len * cfg.d_h / cfg.l)))
+        check_regime(cfg.score_beta, args.seq_len, head_dim=max(1, round(args.seq_len * cfg.d_h / cfg.l)))
     else:
-        check_regime(cfg.beta)
+        check_regime(cfg.score_beta)
     if args.emit:
-        model = emit_model(args.emit, cfg.heads, cfg.pattern, cfg.beta, name=args.name, l=cfg.l, d_h=cfg.d_h,
-                           d_v=cfg.d_v, d_out=cfg.d_out)
-        out.write(f"wrote {args.emit}: model {model.name} ({len(model.expr.leaves())} Gaussian matrices); "
+        # the full pattern (cfg.spec, with its value coupling) and the inputs: the file is the configuration
+        model = emit_model(args.emit, cfg.heads, cfg.spec, cfg.beta, name=args.name, l=cfg.l, d_h=cfg.d_h,
+                           d_v=cfg.d_v, d_out=cfg.d_out, input_spectrum=cfg.input_spectrum,
+                           input_position=cfg.input_position)
+        gaussians = sum(m.kind == "gaussian" for m in model.expr.leaves())
+        out.write(f"wrote {args.emit}: model {model.name} ({gaussians} Gaussian matrices); "
                   f"use it with: freeprob equations|density|law|check {args.emit}\n")
     else:
         out.write(model_text(cfg, args.name))
@@ -131,7 +151,7 @@ def cmd_attention_check(args, out):
     try:
         rep = check_attention(args.heads, args.pattern, args.beta, **_ratios(args), sizes=sizes, reps=reps,
                               seed=args.seed, trim=args.trim, linear=args.linear, progress=tick,
-                              causal=args.causal)
+                              causal=args.causal, **_inputs(args))
     finally:
         close()
     if args.plot:

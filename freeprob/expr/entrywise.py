@@ -79,6 +79,7 @@ import sympy
 from .._errors import ConvergenceError, DomainError, EquivalenceError, ScalingError
 from .._numbers import check_structure, parse_nonlinearity
 from .equivalence import EntryCoefficients, GaussianMean, entry_coefficients, numeric_text
+from .generic import check_generic_word, generic_variance
 from .tree import Expr, Matrix, Product, Scaled, Sum, Transpose, _walk, expand, gaussian
 
 __all__ = ["Entrywise", "EquivalenceReport", "check_function", "entry_variance", "entrywise", "entrywise_nodes",
@@ -168,6 +169,12 @@ def _refuse(argument, what, condition):
 def entry_variance(argument):
     """The exact entry variance of a product of independent Gaussian matrices (or a sum of such products).
 
+    Deterministic matrices may sit between the Gaussian factors (not next to
+    each other, and not alone): in generic position a deterministic ``D``
+    (``p x p``) counts as a Gaussian factor of variance ``m1(D^2)/p``
+    (:mod:`freeprob.expr.generic`), and it may occur several times
+    (``D @ Q @ K.T @ D``).
+
     For a monomial ``c A1 A2 ... Ak`` of distinct Gaussian leaves (each may be
     transposed) of variances ``v_i``, an entry is a sum over the contracted
     indices of products of independent entries: its variance is
@@ -199,9 +206,10 @@ def entry_variance(argument):
     if any(isinstance(node, Entrywise) for node in _walk(argument, real=True)):
         _check_layer(argument)
     for node in _walk(argument, real=True):
-        if isinstance(node, Matrix) and node.kind != "gaussian":
+        if isinstance(node, Matrix) and node.kind not in ("gaussian", "deterministic"):
             _refuse(argument, f"{node.name} is a {node.kind} matrix; the argument must be a product of independent "
-                              f"Gaussian (iid) matrices", "independent-product")
+                              f"Gaussian (iid) matrices, with deterministic matrices between them at most",
+                    "independent-product")
     monomials = expand(argument)
     if not monomials:
         _refuse(argument, "the argument is zero", "independent-product")
@@ -212,7 +220,13 @@ def entry_variance(argument):
     for word, c in monomials.items():
         part = c ** 2
         seen = set()
+        check_generic_word(argument, word)
         for k, (leaf, transposed) in enumerate(word):
+            if leaf.kind == "deterministic":  # generic position: a Gaussian of variance m1(D^2)/p (expr.generic)
+                part *= generic_variance(leaf)
+                if k < len(word) - 1:
+                    part *= leaf.shape[1]
+                continue
             if leaf.name in seen:
                 _refuse(argument, f"{leaf.name} occurs twice (a Gram-type argument, as in kernel matrices X X^T/sqrt(p), "
                                   f"whose diagonal is not in the Gaussian regime); the argument must be a product of "

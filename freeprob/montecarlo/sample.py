@@ -14,7 +14,10 @@ softmax ``A`` of its sampled argument, centred and scaled, ``sqrt(n) (A - 1
 inverse (:class:`~freeprob.expr.tree.Inverse`) is the numpy inverse of its
 sampled argument; a singular sample is a :class:`~freeprob.DomainError`. A deterministic matrix is
 the diagonal matrix of its spectrum's values, each on the coordinates ``i`` whose midpoint
-``(i + 1/2)/size`` falls in its cell (the order given); a Gaussian with a variance profile
+``(i + 1/2)/size`` falls in its cell (the order given), except on a space where a deterministic matrix
+sits inside the argument of an entrywise function or a softmax: there every deterministic matrix
+of the space is ``O diag(values) O^T`` with one Haar ``O`` per space and sample, the generic
+position the Gaussian equivalent assumes (:mod:`freeprob.expr.generic`); a Gaussian with a variance profile
 has entry ``(i, j)`` of variance ``variance * profile((i + 1/2)/rows, (j + 1/2)/cols)``
 (docs/blocks.md). A law is read by duck type:
 ``expr``, ``law`` (the kind), ``ratios`` and ``params``.
@@ -33,7 +36,7 @@ from ..expr.softmax import Softmax
 from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose
 
 __all__ = ["MAX_SAMPLE_BYTES", "centred_softmax", "check_sample_size", "deterministic_diagonal", "entrywise_function",
-           "generator", "profile_values", "sample_bytes",
+           "generator", "generic_spaces", "haar_matrix", "profile_values", "sample_bytes",
            "sample_matrix", "sample_spectrum", "sizes_for", "spawn_generators"]
 
 #: Most memory one sample may hold (bytes of its matrices, see :func:`sample_bytes`): 10 GiB.
@@ -198,6 +201,8 @@ def sample_matrix(law, n, rng=None):
     values = dict(law.params)
     values.update({s: sympy.Integer(k) for s, k in sizes.items()})
     leaves = {}
+    generic = generic_spaces(law.expr)
+    rotations = {}
 
     def leaf(node):
         if node.name in leaves:
@@ -205,11 +210,15 @@ def sample_matrix(law, n, rng=None):
         a, b = sizes[node.shape[0]], sizes[node.shape[1]]
         if node.kind == "identity":
             m = np.eye(a)
+        elif node.kind == "deterministic" and node.shape[0] in generic:
+            if node.shape[0] not in rotations:
+                rotations[node.shape[0]] = haar_matrix(rng, a)
+            o = rotations[node.shape[0]]
+            m = (o * deterministic_diagonal(node, a)) @ o.T
         elif node.kind == "deterministic":
             m = np.diag(deterministic_diagonal(node, a))
-        elif node.kind == "haar":  # Q of the QR of a Gaussian, columns signed by R's diagonal: Haar distributed
-            q, r = np.linalg.qr(rng.standard_normal((a, a)))
-            m = q * np.where(np.diag(r) < 0, -1.0, 1.0)
+        elif node.kind == "haar":
+            m = haar_matrix(rng, a)
         else:
             sd = np.sqrt(_scalar(node.variance, values))
             if node.kind == "gaussian":
@@ -252,6 +261,36 @@ def sample_matrix(law, n, rng=None):
         return out
 
     return ev(law.expr)
+
+
+def haar_matrix(rng, size):
+    """A Haar-distributed orthogonal ``size x size`` matrix: Q of the QR of a Gaussian, columns signed by R's diagonal."""
+    q, r = np.linalg.qr(rng.standard_normal((size, size)))
+    return q * np.where(np.diag(r) < 0, -1.0, 1.0)
+
+
+def generic_spaces(expr):
+    """The spaces (dimension symbols) of the deterministic matrices inside an entrywise argument of ``expr``.
+
+    Every deterministic matrix of such a space is sampled in generic position,
+    ``O diag(values) O^T`` with one Haar ``O`` for the space
+    (:mod:`freeprob.expr.generic`).
+
+    >>> import freeprob as fp, sympy
+    >>> l, d = fp.dims("l d")
+    >>> D = fp.deterministic("D", (l, l), {1: 1})
+    >>> Q, K = fp.gaussian("Q", (l, d)), fp.gaussian("K", (l, d))
+    >>> generic_spaces(fp.softmax(D @ Q @ K.T @ D / sympy.sqrt(d)) @ Q), generic_spaces(D @ Q)
+    ({l}, set())
+    """
+    out = set()
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Entrywise):
+            out |= {m.shape[0] for m in node.argument.leaves() if m.kind == "deterministic"}
+        stack.extend(node.children() + node.real_children())
+    return out
 
 
 def deterministic_diagonal(node, size):
