@@ -50,6 +50,7 @@ import numpy as np
 import sympy
 
 from .._errors import DomainError
+from ..montecarlo.report import cell
 from ..montecarlo.sample import spawn_generators
 from ..montecarlo.stats import bulk_statistics, fit_trend, student_t_quantile
 from .config import DEFAULT_WIDTH, attention_config
@@ -148,16 +149,17 @@ class AttentionCheckReport:
             f"fit of the mean difference (sample - theory at that size): D(N) = {terms}; the extrapolated "
             f"discrepancy is a",
             "",
-            f"{'statistic':<10}{'theory':>12}" + "".join(f"{'D(' + str(n) + ')':>12}" for n in self.sizes)
+            f"{'statistic':<10}{'theory':>14}" + "".join(f"{'D(' + str(n) + ')':>12}" for n in self.sizes)
             + f"{'a = D(inf)':>13}{'se(a)':>10}{'|a|/se':>8}{'tol':>10}{'lof p':>7}{'sqrt-only a':>13}{'(se)':>10}"
             + f"{'lof p':>7}",
         ]
         for row in self.rows:
             head.append(
-                f"{row['name']:<10}{row['theory']:>12.6g}" + "".join(f"{d:>12.3e}" for d in row["differences"])
-                + f"{row['a']:>13.3e}{row['se_a']:>10.2e}{abs(row['t']):>8.2f}{row['tolerance']:>10.2e}"
-                + f"{row['lof_p']:>7.3f}{row['a_sqrt_only']:>13.3e}{row['se_sqrt_only']:>10.2e}"
-                + f"{row['lof_p_sqrt_only']:>7.3f}"
+                f"{row['name']:<10}" + cell(row["theory"], ".6g", 14)
+                + "".join(cell(d, ".3e", 12) for d in row["differences"])
+                + cell(row["a"], ".3e", 13) + cell(row["se_a"], ".2e", 10) + cell(abs(row["t"]), ".2f", 8)
+                + cell(row["tolerance"], ".2e", 10) + cell(row["lof_p"], ".3f", 7) + cell(row["a_sqrt_only"], ".3e", 13)
+                + cell(row["se_sqrt_only"], ".2e", 10) + cell(row["lof_p_sqrt_only"], ".3f", 7)
                 + ("" if row["passed"] else "  <-- FAIL")
             )
         head.append("sd*N per size (replicate scale; constant if fluctuations are O(1/N)): "

@@ -33,6 +33,7 @@ from .._numbers import read_number
 from ..expr.entrywise import entrywise_nodes
 from ..expr.kernel import Kernel
 from .sample import check_sample_size, generator, sample_spectrum
+from .report import cell
 from .stats import ks_distance, student_t_quantile
 
 __all__ = ["MAX_MOMENTS", "MAX_REPS", "CheckReport", "check", "finite_size_rate"]
@@ -92,8 +93,9 @@ class CheckReport:
         for s in self.statistics:
             t = abs(s["t"])
             lines.append(
-                f"{s['name']:<14}{s['theory']:>14.6g}{s['at_n']:>14.6g}{s['at_half']:>14.6g}"
-                f"{s['extrapolated']:>14.6g}{s['se']:>11.2e}{_cell(t, '.2f' if t < 1e4 else '.2e', 7)}"
+                f"{s['name']:<14}{cell(s['theory'], '.6g', 14)}{cell(s['at_n'], '.6g', 14)}"
+                f"{cell(s['at_half'], '.6g', 14)}{cell(s['extrapolated'], '.6g', 14)}{cell(s['se'], '.2e', 11)}"
+                f"{cell(t, '.2f' if t < 1e4 else '.2e', 7)}"
                 + ("" if s["passed"] else "  <-- FAIL")
             )
         lines.append(
@@ -105,10 +107,6 @@ class CheckReport:
         return "\n".join(lines)
 
 
-
-def _cell(value, spec, width):
-    """``value`` formatted by ``spec``, right-aligned in ``width`` and never touching the column before it."""
-    return " " + f"{value:{spec}}".rjust(width - 1)
 
 def finite_size_rate(expr):
     """The exponent ``r`` of the finite-size bias ``c N^-r`` of linear statistics: 1/2 with a kernel matrix, else 1."""
