@@ -241,7 +241,8 @@ def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d
                            input_spectrum=input_spectrum, input_position=input_position)
     sizes = _check_sizes(sizes, rates)
     lengths = [config_sizes(cfg, n)["l"] for n in sizes]
-    epsilon = check_regime(cfg.score_beta, min(lengths), head_dim=min(config_sizes(cfg, n)["d_h"] for n in sizes))
+    epsilon = check_regime(cfg.score_beta, min(lengths), head_dim=min(config_sizes(cfg, n)["d_h"] for n in sizes),
+                           name=cfg.score_beta_name)
     law = attention_law(cfg.heads, cfg.spec, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out,
                         input_spectrum=cfg.input_spectrum, input_position=cfg.input_position)
 

@@ -410,6 +410,13 @@ class AttentionConfig:
         return self.beta * input_spectrum_value(self.input_spectrum)[0]
 
     @property
+    def score_beta_name(self):
+        """How regime messages name :attr:`score_beta`: ``"beta"``, or ``"beta m1(Sigma)"`` with both factors."""
+        if self.input_spectrum is None:
+            return "beta"
+        return f"beta m1(Sigma) (beta = {self.beta}, m1(Sigma) = {input_spectrum_value(self.input_spectrum)[0]})"
+
+    @property
     def input_text(self):
         """The token-covariance spectrum as ``VALUE:WEIGHT,...`` (None for orthonormal inputs)."""
         if self.input_spectrum is None:

@@ -473,7 +473,7 @@ def emit_model(path, heads=1, pattern="mha", beta=1, *, name=None, description=N
         The file as loaded by :func:`freeprob.load_model`.
     """
     cfg = attention_config(heads, pattern, beta, **ratios)
-    check_regime(cfg.score_beta)
+    check_regime(cfg.score_beta, name=cfg.score_beta_name)
     path = Path(path)
     if path.suffix != ".toml":
         raise DomainError(f"a model file must end in .toml, got {path}")

@@ -68,7 +68,7 @@ def _exp(x):
     return math.exp(x) if x < 709 else math.inf
 
 
-def check_regime(beta, seq_len=None, head_dim=None):
+def check_regime(beta, seq_len=None, head_dim=None, *, name="beta"):
     """Refuse, warn about, or accept an inverse temperature at a sequence length.
 
     The decision (measured with the real-softmax sampler, see Notes):
@@ -96,6 +96,10 @@ def check_regime(beta, seq_len=None, head_dim=None):
     beta : real
     seq_len : int, optional
     head_dim : int, optional
+    name : str, optional
+        What ``beta`` stands for in the messages: ``"beta"``, or the scale of
+        the scores ``beta m1(Sigma)`` on real inputs
+        (:attr:`AttentionConfig.score_beta_name`).
 
     Returns
     -------
@@ -126,7 +130,7 @@ def check_regime(beta, seq_len=None, head_dim=None):
         d = positive_int("head_dim", head_dim)
         if d <= 4 * float(b) ** 2:
             raise RegimeError(
-                f"beta = {b} with query/key width d_h = {d} is outside the regime of Gaussian equivalence: "
+                f"{name} = {b} with query/key width d_h = {d} is outside the regime of Gaussian equivalence: "
                 f"E exp(2 beta q.k/sqrt(d_h)) = (1 - 4 beta^2/d_h)^(-d_h/2) is infinite for d_h <= 4 beta^2 = "
                 f"{4 * float(b) ** 2:.3g}: the unnormalized weights exp(beta s) have no second moment, which is what "
                 f"c^2 = E f^2 - 1 - beta^2 stands for, and softmax rows are dominated by their largest scores; "
@@ -136,7 +140,7 @@ def check_regime(beta, seq_len=None, head_dim=None):
         if abs(float(b)) > BETA_WARN:
             lmin = 20 * _exp(2 * float(b) ** 2)
             warnings.warn(
-                f"beta = {b} is large compared with 1: the Gaussian-equivalent law is the l -> infinity limit, "
+                f"{name} = {b} is large compared with 1: the Gaussian-equivalent law is the l -> infinity limit, "
                 f"approached (corrections exp(2 beta^2)/l <= {REGIME_WARN}) only for sequence lengths "
                 f"l >= {lmin:.3g}; at shorter lengths softmax is closer to an argmax than to its linearization. "
                 f"Pass seq_len to check a given length.",
@@ -150,15 +154,15 @@ def check_regime(beta, seq_len=None, head_dim=None):
     lmin = _exp(2 * fb * fb)
     if eps > REGIME_REFUSE:
         raise RegimeError(
-            f"beta = {b} at sequence length l = {seq_len} is outside the regime of Gaussian equivalence: "
+            f"{name} = {b} at sequence length l = {seq_len} is outside the regime of Gaussian equivalence: "
             f"epsilon = exp(2 beta^2)/l = {eps:.3g} > {REGIME_REFUSE} (beta^2 = {fb * fb:.3g} > log(l)/2 = "
             f"{math.log(seq_len) / 2:.3g}). The softmax normalization no longer concentrates, and real attention "
             f"is far from the limiting law (measured: 37% below it in mean at beta = 2, l = 2000). "
-            f"At l = {seq_len} use |beta| <= {beta_max:.3g}; at beta = {b} use l >= {lmin:.3g}."
+            f"At l = {seq_len} use |{name}| <= {beta_max:.3g}; at {name} = {b} use l >= {lmin:.3g}."
         )
     if eps > REGIME_WARN:
         warnings.warn(
-            f"beta = {b} at l = {seq_len}: epsilon = exp(2 beta^2)/l = {eps:.3g} > {REGIME_WARN}; expect real "
+            f"{name} = {b} at l = {seq_len}: epsilon = exp(2 beta^2)/l = {eps:.3g} > {REGIME_WARN}; expect real "
             f"softmax to differ from the limiting law by corrections of relative order {2 * eps:.2g} "
             f"(2 epsilon, the first term of the normalization expansion)",
             RegimeWarning,
@@ -172,4 +176,4 @@ def check_config_regime(cfg, seq_len):
     head_dim = None
     if seq_len is not None:
         head_dim = max(1, int(round(positive_int("seq_len", seq_len) * cfg.d_h / cfg.l)))
-    return check_regime(cfg.score_beta, seq_len, head_dim=head_dim)
+    return check_regime(cfg.score_beta, seq_len, head_dim=head_dim, name=cfg.score_beta_name)

@@ -127,9 +127,10 @@ def cmd_attention(args, out):
     cfg = attention_config(args.heads, args.pattern, args.beta, **_ratios(args), causal=args.causal,
                            **_inputs(args))
     if args.seq_len is not None:
-        check_regime(cfg.score_beta, args.seq_len, head_dim=max(1, round(args.seq_len * cfg.d_h / cfg.l)))
+        check_regime(cfg.score_beta, args.seq_len, head_dim=max(1, round(args.seq_len * cfg.d_h / cfg.l)),
+                     name=cfg.score_beta_name)
     else:
-        check_regime(cfg.score_beta)
+        check_regime(cfg.score_beta, name=cfg.score_beta_name)
     if args.emit:
         # the full pattern (cfg.spec, with its value coupling) and the inputs: the file is the configuration
         model = emit_model(args.emit, cfg.heads, cfg.spec, cfg.beta, name=args.name, l=cfg.l, d_h=cfg.d_h,
