@@ -18,6 +18,7 @@ import sympy
 from ._errors import ConvergenceError, DomainError, EliminationError
 from ._numbers import read_number
 from ._precision import check_dps, context, guard_digits, shared_precision, to_mpc, to_mpf
+from .expr.entrywise import check_generic_position
 from .expr.tree import Expr, Inverse, Matrix, Product, Scaled, Sum, Transpose, leaves
 from .expr.haar import has_haar
 from .reduce.inverse import has_inverse, inverse_norm_bound
@@ -279,6 +280,7 @@ class SpectralLaw:
         if not any(leaf.kind in ("gaussian", "wigner", "haar") for leaf in leaves(expr)):  # raises on clashing names
             raise DomainError(f"{expr} has no Gaussian or Wigner matrix: a deterministic expression has no "
                               f"random-matrix law to compute (its spectrum is its own)")
+        check_generic_position(expr)
         exact_ratios, exact_params, dimensions = _read_values(expr, ratios, params)
         init = object.__setattr__
         init(self, "expr", expr)

@@ -63,6 +63,29 @@ def test_refused_deterministic_arguments(build, what):
     assert ("no Gaussian matrix" in str(err.value)) == (what == "no Gaussian")
 
 
+def test_terms_differing_only_in_deterministic_matrices_are_refused():
+    # (D1 G + D2 G)_ij = ((D1 + D2) G)_ij: with D1 = I, D2 = 2 I the variance is 9, not 1 + 4 (the two terms are
+    # correlated); the same matrix written as one leaf D3 = 3 I gives 9, terms with different Gaussians add
+    D1, D2, D3 = (fp.deterministic(f"D{k}", (l, l), {k: 1}) for k in (1, 2, 3))
+    G, H = fp.gaussian("G", (l, d)), fp.gaussian("H", (l, d))
+    assert entry_variance(D3 @ G) == 9 and entry_variance(D1 @ G + D2 @ H) == 5
+    with pytest.raises(EquivalenceError) as err:
+        entry_variance(D1 @ G + D2 @ G)
+    assert err.value.condition == "independent-product" and "correlated" in str(err.value)
+
+
+def test_generic_position_and_a_profile_on_one_space_are_refused():
+    # a deterministic matrix inside an entrywise argument is generic; a variance profile on its space is aligned
+    # with the coordinates: the law and the sampler would describe different models
+    D = fp.deterministic("D", (l, l), {1: "1/2", 2: "1/2"})
+    Y = fp.entrywise("tanh(x)", D @ fp.gaussian("G", (l, d)))
+    T = fp.gaussian("T", (l, l), profile="Heaviside(1/2 - r)")
+    with pytest.raises(EquivalenceError) as err:
+        fp.eigenvalue_law(Y @ Y.T / d + (T + T.T) / sympy.sqrt(l), ratios={l: 1, d: 2})
+    assert err.value.condition == "generic-position" and "T" in str(err.value)
+    fp.eigenvalue_law(Y @ Y.T / d, ratios={l: 1, d: 2})  # without the profile: accepted
+
+
 # -- the attention law on real inputs ---------------------------------------------------------------------------
 
 

@@ -72,25 +72,19 @@ INPUT_POSITIONS = ("generic", "diagonal")
 #: The Monte-Carlo evidence of the refusal of ``input_position="diagonal"``: benchmarks/real_inputs_evidence.py
 #: (spectrum {1/4: 1/2, 7/4: 1/2}, one head, beta = 1, sizes N = 200..1600, seed 1), filled in from its output.
 _DIAGONAL = (
-    "input_position='diagonal' (a token covariance diagonal in the token basis, aligned with the rows of the "
-    "softmax) is outside the regime of Gaussian equivalence, so no law is returned. The score S_ij = beta (X W_Q "
-    "W_K^T X^T)_ij/sqrt(d_h) then has variance beta^2 lambda_i lambda_j, a variance profile over the tokens, not "
-    "the common beta^2 m1(Sigma)^2 of generic position: the row normalization of softmax, the mean E exp(S_ij) and "
-    "the noise exp(s_ij) - 1 - s_ij all vary from token to token, and the isotropic equivalent (beta S + c Z)/sqrt(l) "
-    "is wrong. {evidence} Rotate the inputs into generic position (input_position='generic', the default: token "
+    "input_position='diagonal' is refused: with the token covariance diagonal in the token basis, the score "
+    "beta S_ij has variance beta^2 lambda_i lambda_j, which varies from token to token, so the isotropic Gaussian "
+    "equivalent (beta S + c Z)/sqrt(l) is wrong. {evidence} Use input_position='generic' (the default: token "
     "covariance O diag(spectrum) O^T with O Haar), or sample the real layer with "
-    "freeprob.attention.sample_attention(..., input_spectrum=..., input_position='diagonal')."
+    "freeprob.attention.sample_attention(..., input_position='diagonal'); docs/attention.md, 'Real inputs'."
 )
 
 #: The measured numbers quoted by the refusal (see :data:`_DIAGONAL`).
 DIAGONAL_EVIDENCE = (
-    "Monte-Carlo of real softmax attention (benchmarks/real_inputs_evidence.py: one head, beta = 1, l = 1, widths 1/2, "
-    "token covariance of spectrum {1/4: 1/2, 7/4: 1/2}, N = 200, 400, 800, 1600, seed 1): with the inputs in generic "
-    "position the multi-size check passes (mean of the spectrum extrapolated 2.9e-3 +- 1.5e-2 from the law's 1.1404, "
-    "0.19 se; largest |a|/se 2.20 against the tolerance 4.02); with the inputs diagonal it fails: the mean of the "
-    "spectrum exceeds the law by 2.57, 3.94, 5.28, 6.72 at N = 200, 400, 800, 1600, extrapolated 11.0 +- 0.26 "
-    "(42.9 se; the count at the 0.75 quantile is 69.6 se off), and the mean taken entry by entry with the diagonal "
-    "variances beta^2 lambda_i lambda_j is 11.3, ten times the law's."
+    "Measured (benchmarks/real_inputs_evidence.py: one head, beta = 1, widths 1/2, spectrum {1/4: 1/2, 7/4: 1/2}, "
+    "N = 200, 400, 800, 1600, seed 1): generic inputs pass the multi-size check (mean 2.9e-3 +- 1.5e-2 from the "
+    "law's 1.1404, 0.19 se); diagonal inputs exceed the law's mean by 2.57, 3.94, 5.28, 6.72, extrapolated "
+    "11.0 +- 0.26 (42.9 se)."
 )
 
 
@@ -128,7 +122,7 @@ def read_input_spectrum(value):
     spectrum = read_spectrum(value, what)
     for a, _ in spectrum:
         if not a > 0:
-            raise DomainError(f"{what}: the value {a} is not positive; a token covariance X X^T/d has positive "
+            raise DomainError(f"{what}: the value {a} is not positive; a token covariance X X^T has positive "
                               f"eigenvalues (drop the zero ones with their weight and shorten l instead)")
     return spectrum
 
@@ -464,7 +458,7 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
         see Raises and docs/causal.md.
     input_spectrum : dict or str, optional
         Real inputs: the limiting spectrum of the token covariance
-        ``Sigma = X X^T/d_model`` (value -> weight, or ``"1/4:1/2,7/4:1/2"``;
+        ``Sigma = X X^T`` (value -> weight, or ``"1/4:1/2,7/4:1/2"``;
         :func:`read_input_spectrum`), with ``Q_h = X W_Q^h``, ``K_h = X W_K^h``,
         ``V_h = X W_V^h``. Default None: orthonormal rows (``Sigma = I``).
     input_position : {"generic", "diagonal"}, optional

@@ -83,7 +83,7 @@ def _config_args(p, suppress):
     p.add_argument("--causal", action="store_true", default=d(False),
                    help="causal mask (query i attends to keys j <= i): refused with the reason, see docs/causal.md")
     p.add_argument("--input-spectrum", default=d(None), metavar="VALUE:WEIGHT,...",
-                   help="real inputs: the spectrum of the token covariance X X^T/d, e.g. 1/4:1/2,7/4:1/2 "
+                   help="real inputs: the spectrum of the token covariance X X^T, e.g. 1/4:1/2,7/4:1/2 "
                         "(weights sum to 1, values positive; default: orthonormal inputs)")
     p.add_argument("--input-position", choices=("generic", "diagonal"), default=d("generic"),
                    help="eigenvectors of the token covariance: generic (Haar, default) or diagonal (aligned with "
@@ -137,7 +137,8 @@ def cmd_attention(args, out):
                            d_v=cfg.d_v, d_out=cfg.d_out, input_spectrum=cfg.input_spectrum,
                            input_position=cfg.input_position)
         gaussians = sum(m.kind == "gaussian" for m in model.expr.leaves())
-        out.write(f"wrote {args.emit}: model {model.name} ({gaussians} Gaussian matrices); "
+        out.write(f"wrote {args.emit}: model {model.name} ({gaussians} Gaussian matrices in its Gaussian "
+                  f"equivalent, the softmax noise included); "
                   f"use it with: freeprob equations|density|law|check {args.emit}\n")
     else:
         out.write(model_text(cfg, args.name))

@@ -82,8 +82,8 @@ from .equivalence import EntryCoefficients, GaussianMean, entry_coefficients, nu
 from .generic import check_generic_word, generic_variance
 from .tree import Expr, Matrix, Product, Scaled, Sum, Transpose, _walk, expand, gaussian
 
-__all__ = ["Entrywise", "EquivalenceReport", "check_function", "entry_variance", "entrywise", "entrywise_nodes",
-           "derive_coefficients", "equivalence_report", "equivalent_text", "noise_name", "read_function"]
+__all__ = ["Entrywise", "EquivalenceReport", "check_function", "check_generic_position", "entry_variance", "entrywise",
+           "entrywise_nodes", "derive_coefficients", "generic_spaces", "equivalence_report", "equivalent_text", "noise_name", "read_function"]
 
 #: Default digits to which a coefficient without a closed form is first computed by quadrature (checking that its
 #: Gaussian integral converges); it is a :class:`~freeprob.expr.equivalence.GaussianMean` number, recomputed to the
@@ -162,6 +162,49 @@ def entrywise_nodes(expr):
     return out
 
 
+def generic_spaces(expr):
+    """The spaces (dimension symbols) of the deterministic matrices inside an entrywise argument of ``expr``.
+
+    Every deterministic matrix of such a space is taken in generic position
+    (:mod:`freeprob.expr.generic`); the Monte-Carlo samples it as
+    ``O diag(values) O^T`` with one Haar ``O`` for the space.
+
+    >>> import freeprob as fp, sympy
+    >>> l, d = fp.dims("l d")
+    >>> D = fp.deterministic("D", (l, l), {1: 1})
+    >>> Q, K = fp.gaussian("Q", (l, d)), fp.gaussian("K", (l, d))
+    >>> generic_spaces(fp.softmax(D @ Q @ K.T @ D / sympy.sqrt(d)) @ Q), generic_spaces(D @ Q)
+    ({l}, set())
+    """
+    return {m.shape[0] for node in entrywise_nodes(expr) for m in node.argument.leaves() if m.kind == "deterministic"}
+
+
+def check_generic_position(expr):
+    """Refuse a model whose deterministic matrices must be both generic and aligned with the coordinates.
+
+    A deterministic matrix inside an entrywise argument is taken in generic
+    position (its eigenvectors delocalized). A Gaussian matrix with a variance
+    profile on the same space is defined in the coordinate basis, and the
+    engine lays the deterministic values out on the profile's cells (aligned
+    with it): the two descriptions disagree, and neither the law nor the
+    Monte-Carlo would be the model meant. Raises
+    :class:`~freeprob.EquivalenceError` (condition ``"generic-position"``).
+    """
+    spaces = generic_spaces(expr)
+    if not spaces:
+        return
+    for node in _walk(expr, real=True):
+        if isinstance(node, Matrix) and node.kind == "gaussian" and node.profile is not None:
+            shared = [str(d) for d in node.shape if d in spaces]
+            if shared:
+                raise EquivalenceError(
+                    f"{expr}: the Gaussian matrix {node.name} has a variance profile on the space {shared[0]}, whose "
+                    f"deterministic matrices sit inside an entrywise argument and are therefore taken in generic "
+                    f"position (eigenvectors delocalized, docs/attention.md, 'Real inputs'); a profile is aligned with "
+                    f"the coordinates of {shared[0]}, so the model is ambiguous. Use a different dimension symbol for "
+                    f"the profiled matrix, or drop its profile", condition="generic-position")
+
+
 def _refuse(argument, what, condition):
     raise EquivalenceError(f"an entrywise function of {argument}: {what}", condition=condition)
 
@@ -214,6 +257,7 @@ def entry_variance(argument):
     if not monomials:
         _refuse(argument, "the argument is zero", "independent-product")
     where = {}  # leaf name -> (position, transposed) in the monomials seen so far
+    skeletons = {}  # the Gaussian letters of a monomial, with positions -> that monomial
     total = sympy.Integer(0)
     dims = argument.dimensions()
     big = sympy.Dummy("N", positive=True)
@@ -221,6 +265,15 @@ def entry_variance(argument):
         part = c ** 2
         seen = set()
         check_generic_word(argument, word)
+        skeleton = tuple((k, leaf.name, t) for k, (leaf, t) in enumerate(word) if leaf.kind != "deterministic")
+        if skeleton in skeletons:  # differ only in deterministic letters: correlated, not independent terms
+            other = " @ ".join(leaf.name for leaf, _ in skeletons[skeleton])
+            this = " @ ".join(leaf.name for leaf, _ in word)
+            _refuse(argument, f"the terms {other} and {this} have the same Gaussian matrices in the same places and "
+                              f"differ only in deterministic matrices, so they are correlated, not independent; "
+                              f"combine them into one term with one deterministic matrix (for D1 @ G + D2 @ G write "
+                              f"D @ G with D = D1 + D2, its spectrum the sums of their values)", "independent-product")
+        skeletons[skeleton] = word
         for k, (leaf, transposed) in enumerate(word):
             if leaf.kind == "deterministic":  # generic position: a Gaussian of variance m1(D^2)/p (expr.generic)
                 part *= generic_variance(leaf)

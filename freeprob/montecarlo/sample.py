@@ -29,7 +29,7 @@ import numpy as np
 import sympy
 
 from .._errors import DomainError
-from ..expr.entrywise import Entrywise
+from ..expr.entrywise import Entrywise, check_generic_position, generic_spaces
 from ..expr.kernel import Kernel
 from ..expr.profiles import C, ProfileTable, R
 from ..expr.softmax import Softmax
@@ -201,6 +201,7 @@ def sample_matrix(law, n, rng=None):
     values = dict(law.params)
     values.update({s: sympy.Integer(k) for s, k in sizes.items()})
     leaves = {}
+    check_generic_position(law.expr)
     generic = generic_spaces(law.expr)
     rotations = {}
 
@@ -267,30 +268,6 @@ def haar_matrix(rng, size):
     """A Haar-distributed orthogonal ``size x size`` matrix: Q of the QR of a Gaussian, columns signed by R's diagonal."""
     q, r = np.linalg.qr(rng.standard_normal((size, size)))
     return q * np.where(np.diag(r) < 0, -1.0, 1.0)
-
-
-def generic_spaces(expr):
-    """The spaces (dimension symbols) of the deterministic matrices inside an entrywise argument of ``expr``.
-
-    Every deterministic matrix of such a space is sampled in generic position,
-    ``O diag(values) O^T`` with one Haar ``O`` for the space
-    (:mod:`freeprob.expr.generic`).
-
-    >>> import freeprob as fp, sympy
-    >>> l, d = fp.dims("l d")
-    >>> D = fp.deterministic("D", (l, l), {1: 1})
-    >>> Q, K = fp.gaussian("Q", (l, d)), fp.gaussian("K", (l, d))
-    >>> generic_spaces(fp.softmax(D @ Q @ K.T @ D / sympy.sqrt(d)) @ Q), generic_spaces(D @ Q)
-    ({l}, set())
-    """
-    out = set()
-    stack = [expr]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, Entrywise):
-            out |= {m.shape[0] for m in node.argument.leaves() if m.kind == "deterministic"}
-        stack.extend(node.children() + node.real_children())
-    return out
 
 
 def deterministic_diagonal(node, size):
