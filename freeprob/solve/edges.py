@@ -55,6 +55,8 @@ __all__ = [
     "shrink_bracket",
     "support_by_density",
     "support_by_folds",
+    "bracketed_edge",
+    "edge_sides_ok",
 ]
 
 
@@ -1091,6 +1093,79 @@ def shrink_bracket(density, x_out, x_in, thr, rounds, rel):
     return float(x_out), float(x_in)
 
 
+#: The sides of an edge ``e`` found from the bracket ``(x_out, x_in)`` are probed at
+#: ``e -+ SIDE_PROBE |x_in - x_out|`` (:func:`edge_sides_ok`).
+SIDE_PROBE = 1e-4
+
+
+def edge_sides_ok(density, x_edge, x_out, x_in, thr):
+    """Whether ``x_edge`` (user variable) is the edge the bracket ``(x_out, x_in)`` asks for.
+
+    The fold system has a solution at every soft edge, and Newton's method
+    from a bracket can converge to another one (the far end of a gap next to
+    the bracket). The edge is accepted only when the double-precision density
+    is verified zero just outside it (towards ``x_out``) and positive just
+    inside it (towards ``x_in``): at ``SIDE_PROBE`` of the bracket's width on
+    each side (10 and 100 times as far when a value there is not verified),
+    the outside value at most ``1e-6 thr`` and the inside value above it (a
+    square-root edge gives about ``1e-2`` of the density at ``x_in`` there, a
+    far-side edge gives a zero inside).
+    """
+    side = 1.0 if x_in > x_out else -1.0
+    x_edge = float(x_edge)
+    steps = SIDE_PROBE * abs(x_in - x_out) * np.array([1.0, 10.0, 100.0])
+    values = density(np.concatenate([x_edge - side * steps, x_edge + side * steps]))
+    tiny = 1e-6 * thr
+    for out_value, in_value in zip(values[:3], values[3:]):
+        # the first pair of verified values decides (the double-precision
+        # density is NaN at a rare point next to an edge)
+        if np.isfinite(out_value) and np.isfinite(in_value):
+            return bool(out_value <= tiny < in_value)
+    return False
+
+
+def bracketed_edge(system, density, kind, x_out, x_in, thr, dps):
+    """The soft edge between the grid points ``x_out`` (density at most ``thr``) and ``x_in``
+    (above it), to ``dps`` digits, in the user variable (an mpf).
+
+    Newton's method on the fold system (:func:`refine_edge`) from ``x_out``;
+    when it fails, or converges to an edge that :func:`edge_sides_ok` refuses
+    (the other end of a gap), once more from the bracket shrunk in double
+    precision (:func:`shrink_bracket`), which starts Newton well inside the
+    basin of the edge asked for; that edge must pass the same check.
+
+    Raises
+    ------
+    ConvergenceError
+        When neither start gives an edge with zero density outside and positive
+        density inside.
+    """
+    systems = _systems(system)
+    ctx = context(dps + guard_digits(dps))
+    bracket = (_z_of(kind, x_out), _z_of(kind, x_in))
+
+    def user(e):
+        e = ctx.mpf(e)
+        return e if kind == "eigenvalues" else e * e
+
+    try:
+        # Newton on the fold system straight from the grid point outside
+        e = user(refine_edge(systems, _z_of(kind, x_out), dps, bracket=bracket, fallback=False))
+        if edge_sides_ok(density, e, x_out, x_in, thr):
+            return e
+    except ConvergenceError:
+        pass
+    # shrink the grid bracket in double precision first, so that Newton
+    # starts well inside its basin
+    near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
+    e = user(refine_edge(systems, _z_of(kind, near), dps, bracket=bracket))
+    if not edge_sides_ok(density, e, x_out, x_in, thr):
+        raise ConvergenceError(
+            f"the edge search between x = {x_out} (outside) and x = {x_in} (inside) converged to "
+            f"{float(e):.15g}, where the density is not zero outside and positive inside", point=x_out, dps=dps)
+    return e
+
+
 def _z_of(kind, x):
     """The system's variable at the user point ``x`` (``sqrt(x)`` for squared singular values)."""
     return x if kind == "eigenvalues" else float(np.sqrt(x))
@@ -1173,20 +1248,11 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
     systems = _systems(system)
     range_ = coarse_range(density, kind, max(64, grid // 4), range_, what)
     xs, d, thr, pos = support_grid(density, kind, grid, range_, what)
+
     ctx = context(dps + guard_digits(dps))
 
     def edge(x_out, x_in):
-        bracket = (_z_of(kind, x_out), _z_of(kind, x_in))
-        try:
-            # Newton on the fold system straight from the grid point outside
-            e = refine_edge(systems, _z_of(kind, x_out), dps, bracket=bracket, fallback=False)
-        except ConvergenceError:
-            # shrink the grid bracket in double precision first, so that Newton
-            # starts well inside its basin
-            near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
-            e = refine_edge(systems, _z_of(kind, near), dps, bracket=bracket)
-        e = ctx.mpf(e)
-        return e if kind == "eigenvalues" else e * e
+        return bracketed_edge(systems, density, kind, x_out, x_in, thr, dps)
 
     def hard(x0):
         if hard_edge is None:
