@@ -1106,10 +1106,11 @@ def edge_sides_ok(density, x_edge, x_out, x_in, thr):
     the bracket). The edge is accepted only when the double-precision density
     is verified zero just outside it (towards ``x_out``) and positive just
     inside it (towards ``x_in``): at ``SIDE_PROBE`` of the bracket's width on
-    each side (10 and 100 times as far when a value there is not verified),
-    the outside value at most ``1e-6 thr`` and the inside value above it (a
-    square-root edge gives about ``1e-2`` of the density at ``x_in`` there, a
-    far-side edge gives a zero inside).
+    each side (10 and 100 times as far when the inside value is not
+    verified), the inside value above ``1e-6 thr`` and the outside value not
+    (or not verified: outside, next to an edge, the real-axis solve often is
+    not); a square-root edge gives about ``1e-2`` of the density at ``x_in``
+    inside, a far-side edge (the other end of a gap) a zero.
     """
     side = 1.0 if x_in > x_out else -1.0
     x_edge = float(x_edge)
@@ -1117,10 +1118,11 @@ def edge_sides_ok(density, x_edge, x_out, x_in, thr):
     values = density(np.concatenate([x_edge - side * steps, x_edge + side * steps]))
     tiny = 1e-6 * thr
     for out_value, in_value in zip(values[:3], values[3:]):
-        # the first pair of verified values decides (the double-precision
-        # density is NaN at a rare point next to an edge)
-        if np.isfinite(out_value) and np.isfinite(in_value):
-            return bool(out_value <= tiny < in_value)
+        # the first verified inside value decides; outside, the double-precision
+        # density is often not verified (NaN) next to an edge: it must only not
+        # be verified positive
+        if np.isfinite(in_value):
+            return bool(in_value > tiny and not out_value > tiny)
     return False
 
 
