@@ -57,6 +57,7 @@ __all__ = [
     "support_by_folds",
     "bracketed_edge",
     "edge_sides_ok",
+    "adaptive_scan",
 ]
 
 
@@ -1214,12 +1215,135 @@ def _grows_to_zero(xs, d, end, out, inner, kind, long_enough, density=None, thr=
     return not (np.isfinite(probe) and probe <= thr)
 
 
-def support_by_folds(system, density, kind, range_, grid, dps, what="the law", hard_edge=None):
+#: A window of five consecutive scan points is smooth when the fourth divided difference of ``G`` over it,
+#: times the window's width to the fourth power, is at most this fraction of the largest ``|G|`` in it.
+SMOOTH_TOL = 1e-2
+#: Refinement rounds of :func:`adaptive_scan` at most (each halves the suspect cells).
+MAX_REFINE = 8
+
+
+def _divided4(x, f):
+    """Fourth divided differences of ``f`` over each window of five consecutive points of ``x``."""
+    d = f.astype(complex)
+    for k in range(1, 5):
+        d = (d[1:] - d[:-1]) / (x[k:] - x[:-k])
+    return d
+
+
+def adaptive_scan(cauchy, kind, grid, range_, what="the law"):
+    """A scan ``(xs, d, thr, pos)`` of the support's range driven by the analyticity of ``G``.
+
+    ``G`` (``cauchy``: the double-precision Cauchy transform at real points,
+    NaN where unverified) is real-analytic on each gap and analytic along the
+    interior of each support interval. An edge, a gap or a support piece
+    between two scan points is a branch point or a cut of the function the
+    points sample, and shows in the fourth divided difference of the samples.
+
+    The coarse passes of :func:`coarse_range` (``max(64, grid // 4)``
+    points, narrowing a loose range) are the first scan: their points inside
+    the narrowed range, with geometric points towards 0 as in
+    :func:`support_grid`. A cell is *smooth* when a window of five
+    consecutive points that contains it lies on one side of the support
+    (all inside or all outside) and its fourth divided difference of ``G``,
+    times the window's width to the fourth power, is at most
+    :data:`SMOOTH_TOL` of the largest ``|G|`` in the window. Cells that are not
+    smooth are cut in four (a cell holding an edge in eight) until they are
+    no wider than a cell of a uniform ``grid``-point scan of the range, at
+    most :data:`MAX_REFINE` times. So a feature hidden between two accepted
+    points changes ``G`` by less than about ``SMOOTH_TOL`` of its size there,
+    or lies within a ``grid`` cell of an edge, as on a uniform scan; the cost
+    is the coarse passes and a few points per edge, not a dense scan. Windows
+    with an unverified (NaN) value decide nothing.
+
+    Returns the points, the density at them, the threshold (``1e-4`` of the
+    median bulk density) and where the density exceeds it, as
+    :func:`support_grid`.
+    """
+    seen = {}
+
+    def density(x):
+        x = np.asarray(x, dtype=float)
+        g = cauchy(x)
+        seen.update(zip(x.tolist(), g.tolist()))
+        return _density_of(g, x, kind)
+
+    lo, hi = coarse_range(density, kind, max(64, grid // 4), range_, what)
+    xs = np.array(sorted(x for x in seen if lo <= x <= hi))
+    if kind == "squared-singular-values":
+        # geometric points below the first cell: a soft edge or a gap close to
+        # the atom at 0 is not merged with it
+        extra = np.geomspace(hi * 1e-6, xs[0], 25)[:-1]
+    elif lo < 0 < hi:
+        # geometric points on both sides of 0, where narrow pieces sit (next to
+        # an atom, or a small bulk of a rank-deficient part)
+        near0 = np.geomspace(1e-4, 1.0 / grid, 8) * (hi - lo)
+        extra = np.concatenate([near0[near0 < hi], -near0[-near0 > lo]])
+    else:
+        extra = np.zeros(0)
+    g = np.array([seen[x] for x in xs.tolist()])
+    if extra.size:
+        xs, g = _merge(xs, g, extra, cauchy(extra))
+    d = _density_of(g, xs, kind)
+    finite = np.isfinite(d)
+    bulk = d[finite & (d > 1e-9)]
+    thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
+    pos = finite & (d > thr)
+    min_width = (hi - lo) / (grid - 1) * (1 + 1e-9)
+    for _ in range(MAX_REFINE):
+        cut = _cells_to_cut(xs, g, pos) & (np.diff(xs) > min_width)
+        if not cut.any():
+            break
+        edge = pos[:-1] != pos[1:]
+        pieces = np.where(edge, 8, 4)
+        new = np.concatenate([np.linspace(xs[i], xs[i + 1], pieces[i] + 1)[1:-1] for i in np.nonzero(cut)[0]])
+        xs, g = _merge(xs, g, new, cauchy(new))
+        d = _density_of(g, xs, kind)
+        pos = np.isfinite(d) & (d > thr)
+    return xs, d, thr, pos
+
+
+def _merge(xs, g, new, g_new):
+    order = np.argsort(np.concatenate([xs, new]), kind="stable")
+    return np.concatenate([xs, new])[order], np.concatenate([g, g_new])[order]
+
+
+def _cells_to_cut(xs, g, pos):
+    """The cells of the scan ``xs`` that no smooth window covers, and those holding an edge
+    (see :func:`adaptive_scan`)."""
+    n = len(xs)
+    edge = pos[:-1] != pos[1:]
+    covered = np.zeros(n - 1, dtype=bool)
+    if n >= 5:
+        windows = np.lib.stride_tricks.sliding_window_view(np.arange(n), 5)
+        finite = np.isfinite(g)[windows].all(axis=1)
+        same = pos[windows].all(axis=1) | (~pos[windows]).all(axis=1)
+        with np.errstate(all="ignore"):
+            q = np.abs(_divided4(xs, g)) * (xs[4:] - xs[:-4]) ** 4 / np.max(np.abs(g[windows]), axis=1)
+        smooth = finite & same & (q <= SMOOTH_TOL)
+        # windows with a NaN value decide nothing: their cells count as covered
+        for j in np.nonzero(smooth | ~finite)[0]:
+            covered[j:j + 4] = True
+    return edge | ~covered
+
+
+def _density_of(g, x, kind):
+    """The density ``-Im G/pi`` from the Cauchy transform at real points (0 at ``x <= 0`` for squared
+    singular values; NaN where ``G`` is)."""
+    d = -np.imag(g) / np.pi
+    if kind == "squared-singular-values":
+        d = np.where(x > 0, d, 0.0)
+    return np.where(np.isnan(d), np.nan, np.maximum(d, 0.0))
+
+
+def support_by_folds(system, density, kind, range_, grid, dps, what="the law", hard_edge=None, cauchy=None):
     """Support intervals with edges to ``dps`` digits.
 
-    Brackets come from a ``density`` grid of ``grid`` points over the part
-    of ``range_`` where a first pass of ``grid/4`` points saw the support
-    (the ends of the range are widened while the density is positive there);
+    Brackets come from :func:`adaptive_scan` of ``cauchy`` when given (a
+    first pass of ``grid/4`` points narrows the range and is refined where
+    ``G`` is not smooth), else from a ``density`` grid of ``grid`` points over
+    the part of ``range_`` where a first pass of ``grid/4`` points saw the
+    support (the ends of the range are widened while the density is positive
+    there);
     each soft edge is refined by :func:`refine_edge` on
     the fold system. An end whose bracket contains 0 and towards which the
     density grows (for squared singular values: a run that reaches the first,
@@ -1238,6 +1362,9 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
     grid : int
     dps : int
     what : str
+    cauchy : callable, optional
+        Vectorized double-precision Cauchy transform at real points (NaN where
+        unverified).
     hard_edge : callable, optional
         ``hard_edge(x0)`` verifies a hard edge at ``x0`` (raising
         :class:`ConvergenceError` when it cannot); without it a hard edge
@@ -1248,8 +1375,11 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
     list of (mpf, mpf)
     """
     systems = _systems(system)
-    range_ = coarse_range(density, kind, max(64, grid // 4), range_, what)
-    xs, d, thr, pos = support_grid(density, kind, grid, range_, what)
+    if cauchy is None:
+        range_ = coarse_range(density, kind, max(64, grid // 4), range_, what)
+        xs, d, thr, pos = support_grid(density, kind, grid, range_, what)
+    else:
+        xs, d, thr, pos = adaptive_scan(cauchy, kind, grid, range_, what)
 
     ctx = context(dps + guard_digits(dps))
 
