@@ -28,6 +28,7 @@ Parsing of a nonlinearity given as a string, and of parameter values, is in
 """
 
 import gc
+import math
 import signal
 import threading
 import time
@@ -324,6 +325,70 @@ def _quad_context(work):
     return cache[work]
 
 
+#: The trapezoidal rule gives up (tanh-sinh quadrature takes over) beyond this many nodes.
+TRAPEZOID_NODES = 10000
+
+
+def _trapezoid_expectation(g, x, dps, growth):
+    """``E g(xi)`` by the trapezoidal rule on the finite body, or None when it does not settle.
+
+    For an integrand analytic in a strip around the real axis and decaying like
+    a Gaussian the trapezoidal rule converges exponentially in ``1/h``, at a
+    few tens of microseconds a node (tanh's coefficients at 150 digits: about
+    1000 nodes, where tanh-sinh quadrature takes several times as long). The
+    step is halved from ``1/2`` at ``dps + 2 guard`` digits until two
+    successive sums agree to ``10^-(dps + 5)`` (after at least two halvings);
+    the sum with the previous step is then recomputed at ``dps + guard``
+    digits and must agree with the last to ``10^-dps`` (relative above 1), the
+    check of two precisions :func:`_quad_expectation` makes. The tails beyond
+    the body are below ``10^-(work + 5)`` (:func:`_body_half_width`). An
+    integrand that is not smooth enough (a kink, a pole near the axis) does
+    not settle within :data:`TRAPEZOID_NODES` nodes: None.
+    """
+    low_digits, high_digits = dps + guard_digits(dps), dps + 2 * guard_digits(dps)
+    ctx = _quad_context(high_digits)
+    half = ctx.mpf(_body_half_width(growth, high_digits)[0])
+    func = sympy.lambdify(x, g, modules=[_namespace(ctx), "mpmath"])
+
+    def weighted(c, f, t):
+        return f(t) * c.exp(-t * t / 2)
+
+    step = ctx.mpf(1) / 2
+    try:
+        n = int(half / step)
+        sums = [step * ctx.fsum(weighted(ctx, func, k * step) for k in range(-n, n + 1))]
+        used = int(2 * half / step)
+        while used < TRAPEZOID_NODES:
+            step /= 2
+            n = int(half / step)
+            odd = ctx.fsum(weighted(ctx, func, k * step) for k in range(-n if n % 2 else -n + 1, n + 1, 2))
+            sums.append(sums[-1] / 2 + step * odd)
+            used += n
+            change = abs(sums[-1] - sums[-2]) / max(1, abs(sums[-1]))
+            if len(sums) >= 3 and change <= ctx.mpf(10) ** (-(dps + 5)):
+                break
+            # the digits gained double with each halving: give up early when
+            # the nodes that would take exceed the budget
+            gained = -float(ctx.log10(change)) if change > 0 else float(dps + 5)
+            if len(sums) >= 3 and used * 2 ** max(0.0, math.log2((dps + 5) / max(gained, 0.5))) > TRAPEZOID_NODES:
+                return None
+        else:
+            return None
+        low_ctx = _quad_context(low_digits)
+        low_func = sympy.lambdify(x, g, modules=[_namespace(low_ctx), "mpmath"])
+        coarse = low_ctx.mpf(2 * step)
+        n = int(low_ctx.mpf(half) / coarse)
+        low = coarse * low_ctx.fsum(weighted(low_ctx, low_func, k * coarse) for k in range(-n, n + 1))
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+        return None
+    high = sums[-1]
+    if not (ctx.isfinite(high) and low_ctx.isfinite(low)):
+        return None
+    if abs(ctx.mpf(low) - high) > ctx.mpf(10) ** (-dps) * max(1, abs(high)):
+        return None
+    return high / ctx.sqrt(2 * ctx.pi)
+
+
 @lru_cache(maxsize=1024)
 def _quad_expectation(g, x, dps):
     """``E g(xi)`` by tanh-sinh quadrature, stable to ``dps`` digits (g exact, in ``x`` only).
@@ -340,6 +405,10 @@ def _quad_expectation(g, x, dps):
     g = _numbers_of(g, dps + guard_digits(dps) + 10)
     kinks = _kinks(g, x)
     growth = _growth(g, x)
+    if growth is not None and not kinks:
+        value = _trapezoid_expectation(g, x, dps, growth)
+        if value is not None:
+            return value
     values = []
     for work in (dps + guard_digits(dps), dps + 2 * guard_digits(dps)):
         ctx = _quad_context(work)
