@@ -68,3 +68,11 @@ def test_an_edge_from_a_bracket_in_a_gap_is_the_one_the_bracket_asks_for():
     e = edges.bracketed_edge(law._numerics, law.density_fast, "eigenvalues", x_out, x_in, thr, DPS)
     assert edges.edge_sides_ok(law.density_fast, e, x_out, x_in, thr)
     assert abs(float(e) - a2) < 1e-6 * (x_in - x_out)
+    # the same with the outside probed just above the axis (the route of the verified support)
+    assert not edges.edge_sides_ok(law.density_fast, b1, x_out, x_in, thr, law.cauchy_fast)
+    assert edges.edge_sides_ok(law.density_fast, e, x_out, x_in, thr, law.cauchy_fast)
+    e2 = edges.bracketed_edge(law._numerics, law.density_fast, "eigenvalues", x_out, x_in, thr, DPS,
+                              law.cauchy_fast)
+    assert e2 == e
+    # a point inside the support (0.5) is no edge: the density is positive on both sides
+    assert not edges.edge_sides_ok(law.density_fast, 0.5, 0.45, 0.55, thr, law.cauchy_fast)

@@ -1099,25 +1099,42 @@ def shrink_bracket(density, x_out, x_in, thr, rounds, rel):
 SIDE_PROBE = 1e-4
 
 
-def edge_sides_ok(density, x_edge, x_out, x_in, thr):
+def edge_sides_ok(density, x_edge, x_out, x_in, thr, cauchy=None):
     """Whether ``x_edge`` (user variable) is the edge the bracket ``(x_out, x_in)`` asks for.
 
     The fold system has a solution at every soft edge, and Newton's method
     from a bracket can converge to another one (the far end of a gap next to
-    the bracket). The edge is accepted only when the double-precision density
-    is verified zero just outside it (towards ``x_out``) and positive just
-    inside it (towards ``x_in``): at ``SIDE_PROBE`` of the bracket's width on
-    each side (10 and 100 times as far when the inside value is not
-    verified), the inside value above ``1e-6 thr`` and the outside value not
-    (or not verified: outside, next to an edge, the real-axis solve often is
-    not); a square-root edge gives about ``1e-2`` of the density at ``x_in``
-    inside, a far-side edge (the other end of a gap) a zero.
+    the bracket). The edge is accepted only when the density just inside it
+    (towards ``x_in``) is verified positive and just outside it (towards
+    ``x_out``) is not: at ``SIDE_PROBE`` of the bracket's width on each side
+    (inside, 10 and 100 times as far when the value there is not verified),
+    the inside value above ``1e-6 thr``. A square-root edge gives about
+    ``1e-2`` of the density at ``x_in`` inside, a far-side edge (the other
+    end of a gap) a zero.
+
+    Outside, next to an edge, the real-axis solve is often not verified (NaN)
+    and slow (its retries): with ``cauchy`` the outside point is taken at
+    height ``1e-3`` of its distance ``h`` from the edge, where outside the
+    support ``-Im G/pi`` is about ``1e-3/2`` of the inside value at ``h`` (a
+    square root seen from the outside), and must be below a tenth of it;
+    inside the support (a fold of a non-physical branch) it would be of the
+    same size. Without ``cauchy`` the outside value on the axis must not be
+    verified positive.
     """
     side = 1.0 if x_in > x_out else -1.0
     x_edge = float(x_edge)
     steps = SIDE_PROBE * abs(x_in - x_out) * np.array([1.0, 10.0, 100.0])
-    values = density(np.concatenate([x_edge - side * steps, x_edge + side * steps]))
     tiny = 1e-6 * thr
+    if cauchy is not None:
+        pts = np.concatenate([x_edge + side * steps, [complex(x_edge - side * steps[0], 1e-3 * steps[0])]])
+        vals = -np.imag(cauchy(pts)) / np.pi
+        inside, outside = vals[:3], vals[3]
+        for k, in_value in enumerate(inside):
+            if np.isfinite(in_value):
+                near = inside[0] if np.isfinite(inside[0]) else in_value
+                return bool(in_value > tiny and np.isfinite(outside) and outside < 0.1 * near)
+        return False
+    values = density(np.concatenate([x_edge - side * steps, x_edge + side * steps]))
     for out_value, in_value in zip(values[:3], values[3:]):
         # the first verified inside value decides; outside, the double-precision
         # density is often not verified (NaN) next to an edge: it must only not
@@ -1127,7 +1144,7 @@ def edge_sides_ok(density, x_edge, x_out, x_in, thr):
     return False
 
 
-def bracketed_edge(system, density, kind, x_out, x_in, thr, dps):
+def bracketed_edge(system, density, kind, x_out, x_in, thr, dps, cauchy=None):
     """The soft edge between the grid points ``x_out`` (density at most ``thr``) and ``x_in``
     (above it), to ``dps`` digits, in the user variable (an mpf).
 
@@ -1154,7 +1171,7 @@ def bracketed_edge(system, density, kind, x_out, x_in, thr, dps):
     try:
         # Newton on the fold system straight from the grid point outside
         e = user(refine_edge(systems, _z_of(kind, x_out), dps, bracket=bracket, fallback=False))
-        if edge_sides_ok(density, e, x_out, x_in, thr):
+        if edge_sides_ok(density, e, x_out, x_in, thr, cauchy):
             return e
     except ConvergenceError:
         pass
@@ -1162,7 +1179,7 @@ def bracketed_edge(system, density, kind, x_out, x_in, thr, dps):
     # starts well inside its basin
     near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
     e = user(refine_edge(systems, _z_of(kind, near), dps, bracket=bracket))
-    if not edge_sides_ok(density, e, x_out, x_in, thr):
+    if not edge_sides_ok(density, e, x_out, x_in, thr, cauchy):
         raise ConvergenceError(
             f"the edge search between x = {x_out} (outside) and x = {x_in} (inside) converged to "
             f"{float(e):.15g}, where the density is not zero outside and positive inside", point=x_out, dps=dps)
@@ -1384,7 +1401,7 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
     ctx = context(dps + guard_digits(dps))
 
     def edge(x_out, x_in):
-        return bracketed_edge(systems, density, kind, x_out, x_in, thr, dps)
+        return bracketed_edge(systems, density, kind, x_out, x_in, thr, dps, cauchy)
 
     def hard(x0):
         if hard_edge is None:
