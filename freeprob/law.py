@@ -645,9 +645,11 @@ class SpectralLaw:
     def support(self, dps=None, grid=401, method=None):
         """Support intervals ``[(a, b), ...]`` with edges to ``dps`` digits (default 15).
 
-        ``method="dyson"``: edges bracketed on a coarse double-precision
-        density grid (``grid`` points over the range :attr:`scale` bounds) and
-        refined by Newton's method on the fold system (see
+        ``method="dyson"``: edges bracketed on a double-precision scan of the
+        Cauchy transform over the range :attr:`scale` bounds (a coarse pass of
+        ``grid // 4`` points refined where ``G`` is not smooth, down to cells
+        of a uniform ``grid``-point scan: :func:`~freeprob.solve.edges.adaptive_scan`)
+        and refined by Newton's method on the fold system (see
         :mod:`freeprob.solve.edges`); an end at 0 towards which the density
         grows is a hard edge, reported as exactly 0 once verified
         (:func:`~freeprob.solve.edges.hard_edge_at`: absolutely continuous
@@ -677,7 +679,7 @@ class SpectralLaw:
         s = self.scale
         range_ = (-s, s) if self.law == "eigenvalues" else (0.0, s)
         out = support_by_folds(self._numerics, self.density_fast, self.law, range_, grid, dps, self.name,
-                               hard_edge=lambda x0: self._at_zero(dps, hard_edge=True))
+                               hard_edge=lambda x0: self._at_zero(dps, hard_edge=True), cauchy=self.cauchy_fast)
         if not out:
             raise ConvergenceError(f"no positive density of {self.name} found on [{range_[0]:.6g}, {range_[1]:.6g}]")
         return out

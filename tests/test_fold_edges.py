@@ -48,3 +48,31 @@ def test_fast_fold_route_agrees_with_the_fallback(gqa64, monkeypatch):
     slow = edges.refine_edge(law._numerics, z_out, DPS, fallback=True)
     ctx = context(DPS + 10)
     assert abs(ctx.mpf(fast) - ctx.mpf(slow)) <= ctx.mpf(10) ** (-DPS) * max(1, abs(ctx.mpf(slow)))
+
+
+def test_an_edge_from_a_bracket_in_a_gap_is_the_one_the_bracket_asks_for():
+    """random-features-tanh has a gap of width 0.016 near 0.05. Newton's method on the fold system from
+    a point inside the gap, with the bracket (0.051, 0.066) of the gap's right end, converges to the gap's
+    LEFT end (0.0497), one bracket width away (a latent bug: it was accepted). The side check refuses it
+    (density zero on the inside) and the bracketed search returns the right end, which agrees with the
+    support found from the density alone (to the 1e-6 relative width that search shrinks its brackets to)."""
+    law = fp.law_of(fp.find_model("random-features-tanh"))
+    assert law._units is None and law.law == "eigenvalues"
+    (a1, b1), (a2, b2) = law.support_fast()
+    x_out, x_in = 0.051, 0.066
+    assert b1 < x_out < a2 < x_in
+    thr = 1e-4 * float(np.median(law.density_fast(np.linspace(a2, b2, 50)[1:-1])))
+    assert not edges.edge_sides_ok(law.density_fast, b1, x_out, x_in, thr)
+    far = edges.refine_edge(law._numerics, x_out, DPS, bracket=(x_out, x_in), fallback=False)
+    assert x_out < float(far) < x_in or not edges.edge_sides_ok(law.density_fast, far, x_out, x_in, thr)
+    e = edges.bracketed_edge(law._numerics, law.density_fast, "eigenvalues", x_out, x_in, thr, DPS)
+    assert edges.edge_sides_ok(law.density_fast, e, x_out, x_in, thr)
+    assert abs(float(e) - a2) < 1e-6 * (x_in - x_out)
+    # the same with the outside probed just above the axis (the route of the verified support)
+    assert not edges.edge_sides_ok(law.density_fast, b1, x_out, x_in, thr, law.cauchy_fast)
+    assert edges.edge_sides_ok(law.density_fast, e, x_out, x_in, thr, law.cauchy_fast)
+    e2 = edges.bracketed_edge(law._numerics, law.density_fast, "eigenvalues", x_out, x_in, thr, DPS,
+                              law.cauchy_fast)
+    assert e2 == e
+    # a point inside the support (0.5) is no edge: the density is positive on both sides
+    assert not edges.edge_sides_ok(law.density_fast, 0.5, 0.45, 0.55, thr, law.cauchy_fast)

@@ -55,6 +55,9 @@ __all__ = [
     "shrink_bracket",
     "support_by_density",
     "support_by_folds",
+    "bracketed_edge",
+    "edge_sides_ok",
+    "adaptive_scan",
 ]
 
 
@@ -1091,6 +1094,98 @@ def shrink_bracket(density, x_out, x_in, thr, rounds, rel):
     return float(x_out), float(x_in)
 
 
+#: The sides of an edge ``e`` found from the bracket ``(x_out, x_in)`` are probed at
+#: ``e -+ SIDE_PROBE |x_in - x_out|`` (:func:`edge_sides_ok`).
+SIDE_PROBE = 1e-4
+
+
+def edge_sides_ok(density, x_edge, x_out, x_in, thr, cauchy=None):
+    """Whether ``x_edge`` (user variable) is the edge the bracket ``(x_out, x_in)`` asks for.
+
+    The fold system has a solution at every soft edge, and Newton's method
+    from a bracket can converge to another one (the far end of a gap next to
+    the bracket). The edge is accepted only when the density just inside it
+    (towards ``x_in``) is verified positive and just outside it (towards
+    ``x_out``) is not: at ``SIDE_PROBE`` of the bracket's width on each side
+    (inside, 10 and 100 times as far when the value there is not verified),
+    the inside value above ``1e-6 thr``. A square-root edge gives about
+    ``1e-2`` of the density at ``x_in`` inside, a far-side edge (the other
+    end of a gap) a zero.
+
+    Outside, next to an edge, the real-axis solve is often not verified (NaN)
+    and slow (its retries): with ``cauchy`` the outside point is taken at
+    height ``1e-3`` of its distance ``h`` from the edge, where outside the
+    support ``-Im G/pi`` is about ``1e-3/2`` of the inside value at ``h`` (a
+    square root seen from the outside), and must be below a tenth of it;
+    inside the support (a fold of a non-physical branch) it would be of the
+    same size. Without ``cauchy`` the outside value on the axis must not be
+    verified positive.
+    """
+    side = 1.0 if x_in > x_out else -1.0
+    x_edge = float(x_edge)
+    steps = SIDE_PROBE * abs(x_in - x_out) * np.array([1.0, 10.0, 100.0])
+    tiny = 1e-6 * thr
+    if cauchy is not None:
+        pts = np.concatenate([x_edge + side * steps, [complex(x_edge - side * steps[0], 1e-3 * steps[0])]])
+        vals = -np.imag(cauchy(pts)) / np.pi
+        inside, outside = vals[:3], vals[3]
+        for k, in_value in enumerate(inside):
+            if np.isfinite(in_value):
+                near = inside[0] if np.isfinite(inside[0]) else in_value
+                return bool(in_value > tiny and np.isfinite(outside) and outside < 0.1 * near)
+        return False
+    values = density(np.concatenate([x_edge - side * steps, x_edge + side * steps]))
+    for out_value, in_value in zip(values[:3], values[3:]):
+        # the first verified inside value decides; outside, the double-precision
+        # density is often not verified (NaN) next to an edge: it must only not
+        # be verified positive
+        if np.isfinite(in_value):
+            return bool(in_value > tiny and not out_value > tiny)
+    return False
+
+
+def bracketed_edge(system, density, kind, x_out, x_in, thr, dps, cauchy=None):
+    """The soft edge between the grid points ``x_out`` (density at most ``thr``) and ``x_in``
+    (above it), to ``dps`` digits, in the user variable (an mpf).
+
+    Newton's method on the fold system (:func:`refine_edge`) from ``x_out``;
+    when it fails, or converges to an edge that :func:`edge_sides_ok` refuses
+    (the other end of a gap), once more from the bracket shrunk in double
+    precision (:func:`shrink_bracket`), which starts Newton well inside the
+    basin of the edge asked for; that edge must pass the same check.
+
+    Raises
+    ------
+    ConvergenceError
+        When neither start gives an edge with zero density outside and positive
+        density inside.
+    """
+    systems = _systems(system)
+    ctx = context(dps + guard_digits(dps))
+    bracket = (_z_of(kind, x_out), _z_of(kind, x_in))
+
+    def user(e):
+        e = ctx.mpf(e)
+        return e if kind == "eigenvalues" else e * e
+
+    try:
+        # Newton on the fold system straight from the grid point outside
+        e = user(refine_edge(systems, _z_of(kind, x_out), dps, bracket=bracket, fallback=False))
+        if edge_sides_ok(density, e, x_out, x_in, thr, cauchy):
+            return e
+    except ConvergenceError:
+        pass
+    # shrink the grid bracket in double precision first, so that Newton
+    # starts well inside its basin
+    near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
+    e = user(refine_edge(systems, _z_of(kind, near), dps, bracket=bracket))
+    if not edge_sides_ok(density, e, x_out, x_in, thr, cauchy):
+        raise ConvergenceError(
+            f"the edge search between x = {x_out} (outside) and x = {x_in} (inside) converged to "
+            f"{float(e):.15g}, where the density is not zero outside and positive inside", point=x_out, dps=dps)
+    return e
+
+
 def _z_of(kind, x):
     """The system's variable at the user point ``x`` (``sqrt(x)`` for squared singular values)."""
     return x if kind == "eigenvalues" else float(np.sqrt(x))
@@ -1137,12 +1232,135 @@ def _grows_to_zero(xs, d, end, out, inner, kind, long_enough, density=None, thr=
     return not (np.isfinite(probe) and probe <= thr)
 
 
-def support_by_folds(system, density, kind, range_, grid, dps, what="the law", hard_edge=None):
+#: A window of five consecutive scan points is smooth when the fourth divided difference of ``G`` over it,
+#: times the window's width to the fourth power, is at most this fraction of the largest ``|G|`` in it.
+SMOOTH_TOL = 1e-2
+#: Refinement rounds of :func:`adaptive_scan` at most (each halves the suspect cells).
+MAX_REFINE = 8
+
+
+def _divided4(x, f):
+    """Fourth divided differences of ``f`` over each window of five consecutive points of ``x``."""
+    d = f.astype(complex)
+    for k in range(1, 5):
+        d = (d[1:] - d[:-1]) / (x[k:] - x[:-k])
+    return d
+
+
+def adaptive_scan(cauchy, kind, grid, range_, what="the law"):
+    """A scan ``(xs, d, thr, pos)`` of the support's range driven by the analyticity of ``G``.
+
+    ``G`` (``cauchy``: the double-precision Cauchy transform at real points,
+    NaN where unverified) is real-analytic on each gap and analytic along the
+    interior of each support interval. An edge, a gap or a support piece
+    between two scan points is a branch point or a cut of the function the
+    points sample, and shows in the fourth divided difference of the samples.
+
+    The coarse passes of :func:`coarse_range` (``max(64, grid // 4)``
+    points, narrowing a loose range) are the first scan: their points inside
+    the narrowed range, with geometric points towards 0 as in
+    :func:`support_grid`. A cell is *smooth* when a window of five
+    consecutive points that contains it lies on one side of the support
+    (all inside or all outside) and its fourth divided difference of ``G``,
+    times the window's width to the fourth power, is at most
+    :data:`SMOOTH_TOL` of the largest ``|G|`` in the window. Cells that are not
+    smooth are cut in four (a cell holding an edge in eight) until they are
+    no wider than a cell of a uniform ``grid``-point scan of the range, at
+    most :data:`MAX_REFINE` times. So a feature hidden between two accepted
+    points changes ``G`` by less than about ``SMOOTH_TOL`` of its size there,
+    or lies within a ``grid`` cell of an edge, as on a uniform scan; the cost
+    is the coarse passes and a few points per edge, not a dense scan. Windows
+    with an unverified (NaN) value decide nothing.
+
+    Returns the points, the density at them, the threshold (``1e-4`` of the
+    median bulk density) and where the density exceeds it, as
+    :func:`support_grid`.
+    """
+    seen = {}
+
+    def density(x):
+        x = np.asarray(x, dtype=float)
+        g = cauchy(x)
+        seen.update(zip(x.tolist(), g.tolist()))
+        return _density_of(g, x, kind)
+
+    lo, hi = coarse_range(density, kind, max(64, grid // 4), range_, what)
+    xs = np.array(sorted(x for x in seen if lo <= x <= hi))
+    if kind == "squared-singular-values":
+        # geometric points below the first cell: a soft edge or a gap close to
+        # the atom at 0 is not merged with it
+        extra = np.geomspace(hi * 1e-6, xs[0], 25)[:-1]
+    elif lo < 0 < hi:
+        # geometric points on both sides of 0, where narrow pieces sit (next to
+        # an atom, or a small bulk of a rank-deficient part)
+        near0 = np.geomspace(1e-4, 1.0 / grid, 8) * (hi - lo)
+        extra = np.concatenate([near0[near0 < hi], -near0[-near0 > lo]])
+    else:
+        extra = np.zeros(0)
+    g = np.array([seen[x] for x in xs.tolist()])
+    if extra.size:
+        xs, g = _merge(xs, g, extra, cauchy(extra))
+    d = _density_of(g, xs, kind)
+    finite = np.isfinite(d)
+    bulk = d[finite & (d > 1e-9)]
+    thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
+    pos = finite & (d > thr)
+    min_width = (hi - lo) / (grid - 1) * (1 + 1e-9)
+    for _ in range(MAX_REFINE):
+        cut = _cells_to_cut(xs, g, pos) & (np.diff(xs) > min_width)
+        if not cut.any():
+            break
+        edge = pos[:-1] != pos[1:]
+        pieces = np.where(edge, 8, 4)
+        new = np.concatenate([np.linspace(xs[i], xs[i + 1], pieces[i] + 1)[1:-1] for i in np.nonzero(cut)[0]])
+        xs, g = _merge(xs, g, new, cauchy(new))
+        d = _density_of(g, xs, kind)
+        pos = np.isfinite(d) & (d > thr)
+    return xs, d, thr, pos
+
+
+def _merge(xs, g, new, g_new):
+    order = np.argsort(np.concatenate([xs, new]), kind="stable")
+    return np.concatenate([xs, new])[order], np.concatenate([g, g_new])[order]
+
+
+def _cells_to_cut(xs, g, pos):
+    """The cells of the scan ``xs`` that no smooth window covers, and those holding an edge
+    (see :func:`adaptive_scan`)."""
+    n = len(xs)
+    edge = pos[:-1] != pos[1:]
+    covered = np.zeros(n - 1, dtype=bool)
+    if n >= 5:
+        windows = np.lib.stride_tricks.sliding_window_view(np.arange(n), 5)
+        finite = np.isfinite(g)[windows].all(axis=1)
+        same = pos[windows].all(axis=1) | (~pos[windows]).all(axis=1)
+        with np.errstate(all="ignore"):
+            q = np.abs(_divided4(xs, g)) * (xs[4:] - xs[:-4]) ** 4 / np.max(np.abs(g[windows]), axis=1)
+        smooth = finite & same & (q <= SMOOTH_TOL)
+        # windows with a NaN value decide nothing: their cells count as covered
+        for j in np.nonzero(smooth | ~finite)[0]:
+            covered[j:j + 4] = True
+    return edge | ~covered
+
+
+def _density_of(g, x, kind):
+    """The density ``-Im G/pi`` from the Cauchy transform at real points (0 at ``x <= 0`` for squared
+    singular values; NaN where ``G`` is)."""
+    d = -np.imag(g) / np.pi
+    if kind == "squared-singular-values":
+        d = np.where(x > 0, d, 0.0)
+    return np.where(np.isnan(d), np.nan, np.maximum(d, 0.0))
+
+
+def support_by_folds(system, density, kind, range_, grid, dps, what="the law", hard_edge=None, cauchy=None):
     """Support intervals with edges to ``dps`` digits.
 
-    Brackets come from a ``density`` grid of ``grid`` points over the part
-    of ``range_`` where a first pass of ``grid/4`` points saw the support
-    (the ends of the range are widened while the density is positive there);
+    Brackets come from :func:`adaptive_scan` of ``cauchy`` when given (a
+    first pass of ``grid/4`` points narrows the range and is refined where
+    ``G`` is not smooth), else from a ``density`` grid of ``grid`` points over
+    the part of ``range_`` where a first pass of ``grid/4`` points saw the
+    support (the ends of the range are widened while the density is positive
+    there);
     each soft edge is refined by :func:`refine_edge` on
     the fold system. An end whose bracket contains 0 and towards which the
     density grows (for squared singular values: a run that reaches the first,
@@ -1161,6 +1379,9 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
     grid : int
     dps : int
     what : str
+    cauchy : callable, optional
+        Vectorized double-precision Cauchy transform at real points (NaN where
+        unverified).
     hard_edge : callable, optional
         ``hard_edge(x0)`` verifies a hard edge at ``x0`` (raising
         :class:`ConvergenceError` when it cannot); without it a hard edge
@@ -1171,22 +1392,16 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
     list of (mpf, mpf)
     """
     systems = _systems(system)
-    range_ = coarse_range(density, kind, max(64, grid // 4), range_, what)
-    xs, d, thr, pos = support_grid(density, kind, grid, range_, what)
+    if cauchy is None:
+        range_ = coarse_range(density, kind, max(64, grid // 4), range_, what)
+        xs, d, thr, pos = support_grid(density, kind, grid, range_, what)
+    else:
+        xs, d, thr, pos = adaptive_scan(cauchy, kind, grid, range_, what)
+
     ctx = context(dps + guard_digits(dps))
 
     def edge(x_out, x_in):
-        bracket = (_z_of(kind, x_out), _z_of(kind, x_in))
-        try:
-            # Newton on the fold system straight from the grid point outside
-            e = refine_edge(systems, _z_of(kind, x_out), dps, bracket=bracket, fallback=False)
-        except ConvergenceError:
-            # shrink the grid bracket in double precision first, so that Newton
-            # starts well inside its basin
-            near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
-            e = refine_edge(systems, _z_of(kind, near), dps, bracket=bracket)
-        e = ctx.mpf(e)
-        return e if kind == "eigenvalues" else e * e
+        return bracketed_edge(systems, density, kind, x_out, x_in, thr, dps, cauchy)
 
     def hard(x0):
         if hard_edge is None:
