@@ -249,7 +249,10 @@ HALF = sympy.Rational(1, 2)
 
 
 def _mean_closed_form(spectrum, beta, d_out, l=1):
-    """m1 = (d_out/l) m1(Sigma) (beta^2 m2(Sigma) + c^2), c^2 = e^s - 1 - s, s = beta^2 m1(Sigma)^2 (docs/attention.md)."""
+    """The mean of the law, derived by hand (docs/attention.md, "Real inputs").
+
+    m1 = (d_out/l) m1(Sigma) (beta^2 m2(Sigma) + c^2), c^2 = e^s - 1 - s, s = beta^2 m1(Sigma)^2.
+    """
     m1 = sum(a * w for a, w in spectrum)
     m2 = sum(a * a * w for a, w in spectrum)
     s = beta ** 2 * m1 ** 2
