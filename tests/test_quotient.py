@@ -221,3 +221,22 @@ def test_heads_with_different_deterministic_matrices_are_not_quotiented():
     assert "term 3 is not a copy of term 1" in law.reduction.symmetry_note, law.reduction.symmetry_note
     full = singular_value_law(expr, ratios, symmetry=False)
     assert _close(law.density("0.4", dps=DPS), full.density("0.4", dps=DPS))
+
+
+def test_sum_of_profiled_wisharts_is_quotiented_and_exact():
+    """Exchangeable terms whose Gaussians carry one variance profile: the split witness is checked and quotiented."""
+    n, m = sympy.symbols("n m", positive=True)
+    xs = [fp.gaussian(f"X{h}", (n, m), profile="1 + 3*Heaviside(r - 1/2)") for h in range(4)]
+    expr = xs[0] @ xs[0].T / (4 * m)
+    for x in xs[1:]:
+        expr = expr + x @ x.T / (4 * m)
+    ratios = {"n": 1, "m": sympy.Rational(1, 2)}
+    law = eigenvalue_law(expr, ratios)
+    assert law.reduction.structure is not None and law.reduction.structure.heads == 4, law.reduction.symmetry_note
+    full = eigenvalue_law(expr, ratios, symmetry=False)
+    for x in ("0.5", "1.3", "3.1"):
+        assert _close(law.density(x, dps=DPS), full.density(x, dps=DPS)), x
+    # one profile differs (same scale): not exchangeable
+    other = fp.gaussian("X4", (n, m), profile="4 - 3*Heaviside(r - 1/2)")
+    mixed = expr + other @ other.T / (4 * m)
+    assert eigenvalue_law(mixed, ratios).reduction.structure is None
