@@ -169,3 +169,74 @@ def test_bad_symmetry_argument_is_a_typed_error(bad):
     cfg = attention_config(4, "gqa:2", 1)
     with pytest.raises(fp.DomainError, match="symmetry"):
         singular_value_law(attention_expression(cfg), cfg.ratios, {"beta": 1}, symmetry=bad)
+
+
+# -- real inputs: a deterministic X common to every head (docs/attention.md, "Real inputs") ----------------------
+
+REAL_INPUTS = "1/4:1/2,7/4:1/2"
+
+
+@pytest.mark.parametrize("pattern, heads", [(p, h) for p in ("mha", "mqa", "gqa:2") for h in (1, 2, 3, 4)
+                                            if not (p == "gqa:2" and h % 2)])
+def test_real_input_quotient_equals_full_system(pattern, heads):
+    """X is one deterministic leaf of every head: head permutations fix the expression, the witness check passes."""
+    ratios = dict(d_h=sympy.Rational(1, 2 * heads), d_v=sympy.Rational(1, 2 * heads))
+    quotient, full = _laws(heads, pattern, input_spectrum=REAL_INPUTS, **ratios)
+    if heads >= 2:
+        assert quotient.reduction.structure is not None, quotient.reduction.symmetry_note
+        assert "verified exactly" in quotient.reduction.symmetry_note
+        assert full.reduction.structure is None
+    for x in ("0.3", "1.1"):
+        dq, gq = quotient.density_and_cauchy(x, DPS)
+        df, gf = full.density_and_cauchy(x, DPS)
+        assert _close(dq, df), (x, dq, df)
+        assert _close(gq, gf), (x, gq, gf)
+
+
+def test_real_input_quotient_size_does_not_grow_with_heads():
+    sizes = {}
+    for pattern in ("mha", "gqa:2"):
+        for heads in (4, 64):
+            law = fp.attention_law(heads, pattern, 1, d_h=sympy.Rational(1, 2 * heads),
+                                   d_v=sympy.Rational(1, 2 * heads), input_spectrum=REAL_INPUTS)
+            assert law.reduction.structure.heads == heads, law.reduction.symmetry_note
+            sizes.setdefault(pattern, set()).add(law.system.n_unknowns)
+    assert all(len(s) == 1 for s in sizes.values()), sizes
+
+
+def test_heads_with_different_deterministic_matrices_are_not_quotiented():
+    """Three heads, the last (never in the witness) with its own deterministic matrix of another spectrum."""
+    l, d, v, o = sympy.symbols("l d_h v d_out", positive=True)
+    terms = []
+    half = sympy.Rational(1, 2)
+    for h, spectrum in enumerate(({half: half, 2: half}, {half: half, 2: half}, {1: half, 2: half})):
+        x = fp.deterministic(f"X{h}", (l, l), spectrum)
+        q = fp.gaussian(f"Q{h}", (l, d), 1 / l)
+        w = fp.gaussian(f"W{h}", (d, o), 1 / (3 * d))
+        terms.append(x @ q @ w)
+    expr = terms[0] + terms[1] + terms[2]
+    ratios = {"l": 1, "d_h": sympy.Rational(1, 2), "d_out": sympy.Rational(1, 2)}
+    law = singular_value_law(expr, ratios)
+    assert law.reduction.structure is None
+    assert "term 3 is not a copy of term 1" in law.reduction.symmetry_note, law.reduction.symmetry_note
+    full = singular_value_law(expr, ratios, symmetry=False)
+    assert _close(law.density("0.4", dps=DPS), full.density("0.4", dps=DPS))
+
+
+def test_sum_of_profiled_wisharts_is_quotiented_and_exact():
+    """Exchangeable terms whose Gaussians carry one variance profile: the split witness is checked and quotiented."""
+    n, m = sympy.symbols("n m", positive=True)
+    xs = [fp.gaussian(f"X{h}", (n, m), profile="1 + 3*Heaviside(r - 1/2)") for h in range(4)]
+    expr = xs[0] @ xs[0].T / (4 * m)
+    for x in xs[1:]:
+        expr = expr + x @ x.T / (4 * m)
+    ratios = {"n": 1, "m": sympy.Rational(1, 2)}
+    law = eigenvalue_law(expr, ratios)
+    assert law.reduction.structure is not None and law.reduction.structure.heads == 4, law.reduction.symmetry_note
+    full = eigenvalue_law(expr, ratios, symmetry=False)
+    for x in ("0.5", "1.3", "3.1"):
+        assert _close(law.density(x, dps=DPS), full.density(x, dps=DPS)), x
+    # one profile differs (same scale): not exchangeable
+    other = fp.gaussian("X4", (n, m), profile="4 - 3*Heaviside(r - 1/2)")
+    mixed = expr + other @ other.T / (4 * m)
+    assert eigenvalue_law(mixed, ratios).reduction.structure is None

@@ -2,7 +2,11 @@
 attention law and its refusals (docs/attention.md, "Real inputs")."""
 
 import io
+import json
+import re
+import warnings
 
+import mpmath
 import numpy as np
 import pytest
 import sympy
@@ -236,3 +240,112 @@ def test_real_softmax_on_generic_inputs_passes_the_multi_size_check():
     # extrapolates to the law (|a| <= t se(a) for every statistic)
     report = att.check_attention(1, "mha", 1, input_spectrum="1/4:1/2,7/4:1/2", sizes=(200, 400, 800, 1600), seed=1)
     assert report.passed, report.text()
+
+
+# -- sweeps and comparisons on real inputs --------------------------------------------------------------------------
+
+REAL = "1/4:1/2,7/4:1/2"
+HALF = sympy.Rational(1, 2)
+
+
+def _mean_closed_form(spectrum, beta, d_out, l=1):
+    """The mean of the law, derived by hand (docs/attention.md, "Real inputs").
+
+    m1 = (d_out/l) m1(Sigma) (beta^2 m2(Sigma) + c^2), c^2 = e^s - 1 - s, s = beta^2 m1(Sigma)^2.
+    """
+    m1 = sum(a * w for a, w in spectrum)
+    m2 = sum(a * a * w for a, w in spectrum)
+    s = beta ** 2 * m1 ** 2
+    return (d_out / l) * m1 * (beta ** 2 * m2 + mpmath.exp(s) - 1 - s)
+
+
+def test_sweep_on_real_inputs_keeps_the_closed_form_mean_and_names_the_inputs():
+    res = att.attention_sweep(heads=(1, 2, 4), moments=1, grid=40, workers=1, input_spectrum=REAL)
+    want = _mean_closed_form([(mpmath.mpf(1) / 4, 0.5), (mpmath.mpf(7) / 4, 0.5)], 1, mpmath.mpf(1) / 2)
+    for row in res.rows:
+        assert row.config.input_text == REAL
+        assert abs(mpmath.mpf(row.moments[0]) - want) < mpmath.mpf(10) ** -13 * want, (row.heads, row.moments)
+    orthonormal = att.attention_sweep(heads=(1, 2, 4), moments=1, grid=40, workers=1)
+    assert [r.support for r in res.rows] != [r.support for r in orthonormal.rows]  # the inputs reach the laws
+    assert "real inputs, token covariance 1/4:1/2,7/4:1/2 (generic)" in res.table()
+    data = res.as_dict()
+    assert data["input_spectrum"] == REAL and data["input_position"] == "generic"
+    assert orthonormal.as_dict()["input_spectrum"] is None
+
+
+def test_sweep_with_identity_covariance_is_the_orthonormal_sweep():
+    a = att.attention_sweep(heads=(1, 2), moments=2, grid=40, workers=1, at="0.5", input_spectrum={1: 1})
+    b = att.attention_sweep(heads=(1, 2), moments=2, grid=40, workers=1, at="0.5")
+    assert [(r.moments, r.density, r.support) for r in a.rows] == [(r.moments, r.density, r.support) for r in b.rows]
+
+
+@pytest.mark.parametrize("kwargs, error, piece", [
+    (dict(input_spectrum="1/4:1/2,7/4"), fp.DomainError, "the piece '7/4' is not VALUE:WEIGHT"),
+    (dict(input_spectrum="0:1/2,2:1/2"), fp.DomainError, "not positive"),
+    (dict(input_spectrum=REAL, input_position="diagonal"), EquivalenceError, "input_position='diagonal'"),
+    (dict(input_spectrum=REAL, input_position="sideways"), fp.DomainError, "input_position must be one of"),
+])
+def test_sweep_and_compare_refuse_bad_inputs_before_any_law(kwargs, error, piece, monkeypatch):
+    def no_law(*args, **kw):
+        raise AssertionError("a law was made before the input was checked")
+
+    monkeypatch.setattr(att.sweep, "summarize_config", no_law)
+    monkeypatch.setattr(att.compare, "attention_law", no_law)
+    with pytest.raises(error, match=re.escape(piece)):
+        att.attention_sweep(heads=(1, 2), workers=1, **kwargs)
+    with pytest.raises(error, match=re.escape(piece)):
+        att.compare_patterns(heads=(1, 2), patterns=("mha", "mqa"), **kwargs)
+
+
+def test_compare_on_real_inputs_samples_real_inputs(monkeypatch):
+    """Every law, study and Monte-Carlo sample of the comparison has the inputs; the samples agree with the laws."""
+    sampled = []
+    original = att.compare.sample_config
+
+    def recording(cfg, n, rng=None, linear=False):
+        sampled.append(cfg)
+        return original(cfg, n, rng, linear)
+
+    monkeypatch.setattr(att.compare, "sample_config", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", att.RegimeWarning)  # N = 150 is short for beta = 1: corrections ~ 0.1
+        rep = att.compare_patterns(heads=(2,), patterns=("mha", "mqa"), beta=1, grid=40, points=1, dps=20,
+                                   digits=15, mc_size=300, mc_reps=4, seed=3, total_width=1, widths=(HALF,),
+                                   input_spectrum=REAL)
+    assert sampled and all(c.input_text == REAL and c.input_position == "generic" for c in sampled)
+    assert "real inputs, token covariance 1/4:1/2,7/4:1/2 (generic)" in rep.setting
+    rows = {r["pattern"]: r for r in rep.rows}
+    assert rows["mqa"]["verdict"] == "preserves", rows["mqa"]
+    # the Monte-Carlo part against the real-input law (and not the orthonormal one), within the family-wise bound
+    assert rows["mha"]["mc"]["z"] <= rep.mc["critical"], rows["mha"]["mc"]
+    assert rows["mqa"]["mc"]["verdict"] == "confirms", rows["mqa"]["mc"]
+    first = rep.allocation[0]
+    assert (first["heads"], first["d_h"]) == (2, "1/2")
+    law2 = att.attention_law(2, "mha", 1, d_h=HALF, d_v=HALF, input_spectrum=REAL)
+    assert first["edge"] == law2.support_fast(grid=201)[-1][1]
+
+
+def test_cli_sweep_and_compare_take_real_inputs():
+    code, text = _cli("attention", "sweep", "--heads", "1,2", "--moments", "1", "--grid", "30", "--workers", "1",
+                      "--input-spectrum", REAL, "--json")
+    data = json.loads(text)
+    assert code == 0 and data["input_spectrum"] == REAL
+    want = _mean_closed_form([(mpmath.mpf(1) / 4, 0.5), (mpmath.mpf(7) / 4, 0.5)], 1, mpmath.mpf(1) / 2)
+    assert all(abs(mpmath.mpf(r["moments"][0]) - want) < 1e-13 * want for r in data["rows"])
+    code, text = _cli("attention", "compare", "--heads", "2", "--patterns", "mqa", "--no-mc", "--no-allocation",
+                      "--grid", "30", "--points", "1", "--dps", "35", "--input-spectrum", REAL)
+    assert code == 0 and "real inputs, token covariance 1/4:1/2,7/4:1/2 (generic)" in text
+    assert "preserves" in text
+
+
+@pytest.mark.parametrize("command", ["sweep", "compare"])
+@pytest.mark.parametrize("argv, words", [
+    (["--input-spectrum", "1/4:1/2,7/4"], "the piece '7/4' is not VALUE:WEIGHT"),
+    (["--input-spectrum", "1/4:1/2,7/4:1/4"], "sum to 3/4"),
+    (["--input-spectrum", "1/4:1/2,7/4:1/2", "--input-position", "diagonal"], "input_position='diagonal'"),
+])
+def test_cli_sweep_and_compare_refuse_bad_inputs_in_one_line(command, argv, words, capsys):
+    code, _ = _cli("attention", command, "--heads", "1,2", *argv)
+    err = capsys.readouterr().err
+    assert code == 2 and words in err and "Traceback" not in err
+    assert err.strip().count("\n") == 0, err

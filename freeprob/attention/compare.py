@@ -176,7 +176,8 @@ class ComparisonReport:
 
 def _config_law(cfg):
     """A new law of a configuration (:func:`~freeprob.attention.attention_law`)."""
-    return attention_law(cfg.heads, cfg.spec, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
+    return attention_law(cfg.heads, cfg.spec, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out,
+                         input_spectrum=cfg.input_spectrum, input_position=cfg.input_position)
 
 
 def same_system(law, ref):
@@ -193,12 +194,14 @@ def same_system(law, ref):
     return law.law == ref.law and law.values() == ref.values() and law.system == ref.system
 
 
-def plan_configs(heads, patterns, beta, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH, say=None):
+def plan_configs(heads, patterns, beta, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH, say=None,
+                 input_spectrum=None, input_position="generic"):
     """The configurations of a comparison: ``{(H, pattern): AttentionConfig}``, ``mha`` first for each ``H``.
 
     ``gqa:G`` with ``G`` not dividing ``H`` is skipped (told through ``say``);
     with one head only ``mha`` and ``tied-kv`` are kept (``mqa``, ``gqa:1``
-    and ``shared-v`` are ``mha`` itself).
+    and ``shared-v`` are ``mha`` itself). ``input_spectrum`` and
+    ``input_position`` (real inputs) are the same in every configuration.
 
     Raises
     ------
@@ -219,7 +222,8 @@ def plan_configs(heads, patterns, beta, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_o
             if not groups_divide(h, p):
                 say(f"H = {h}, {p}: skipped ({h} heads cannot be split into equal groups)")
                 continue
-            cfg = attention_config(h, p, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)
+            cfg = attention_config(h, p, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out, input_spectrum=input_spectrum,
+                                   input_position=input_position)
             if h == 1 and cfg.pattern not in ("mha", "tied-kv"):
                 continue
             configs[(h, cfg.spec)] = cfg
@@ -310,7 +314,7 @@ def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "share
                      d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH, grid=200, points=3, dps=35,
                      digits=30, mc_size=400, mc_reps=6, seed=0, level=1e-3, total_width=1,
                      widths=(sympy.Rational(1, 4), sympy.Rational(1, 2), 1), width_heads=2, allocation=True,
-                     progress=None):
+                     progress=None, input_spectrum=None, input_position="generic"):
     """Which sharing patterns preserve the law of independent heads, and how head allocation moves it.
 
     Parameters
@@ -350,6 +354,14 @@ def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "share
         Run the allocation and width studies (default True).
     progress : callable, optional
         Called with a line of text after each step.
+    input_spectrum, input_position : optional
+        Real inputs, the same in every law, study and Monte-Carlo sample: the
+        spectrum of the token covariance ``X X^T`` and where its
+        eigenvectors lie (:func:`~freeprob.attention.attention_config`;
+        docs/attention.md, "Real inputs"). The Monte-Carlo confirmation then
+        samples ``X = O diag(sqrt(values)) O^T`` as
+        :func:`~freeprob.attention.check_attention` does, and its regime is
+        judged at ``beta m1(Sigma)``. Default: orthonormal inputs.
 
     Returns
     -------
@@ -364,11 +376,14 @@ def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "share
     say = progress or (lambda text: None)
     t_start = time.perf_counter()
     timings = {"engine grids": 0.0, "high precision": 0.0, "equations": 0.0, "monte carlo": 0.0, "allocation": 0.0}
-    configs = plan_configs(heads, patterns, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out, say=say)
+    inputs = {"input_spectrum": input_spectrum, "input_position": input_position}
+    configs = plan_configs(heads, patterns, beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out, say=say, **inputs)
     heads = list(dict.fromkeys(h for h, _ in configs))
-    exact_beta = configs[(heads[0], "mha")].beta
-    setting = (f"beta = {exact_beta}, l = {l}, d_h = {d_h}, d_v = {d_v if d_v is not None else d_h}, "
+    first = configs[(heads[0], "mha")]
+    setting = (f"beta = {first.beta}, l = {l}, d_h = {d_h}, d_v = {d_v if d_v is not None else d_h}, "
                f"d_out = {d_out} (ratios)")
+    if first.input_spectrum is not None:
+        setting += f"; real inputs, token covariance {first.input_text} ({first.input_position})"
     laws = {cfg: _config_law(cfg) for cfg in configs.values()}
     rows, curves, ref_points = [], {}, {}
     for h in heads:
@@ -392,17 +407,20 @@ def compare_patterns(heads=(1, 2, 4, 8), patterns=("mha", "mqa", "gqa:2", "share
     if allocation:
         t = time.perf_counter()
         alloc_rows, curves["allocation"] = allocation_study(heads, beta, total_width=total_width, l=l, d_out=d_out,
-                                                            grid=grid)
+                                                            grid=grid, **inputs)
         width_rows, curves["widths"] = width_study(width_heads, beta, widths, l=l, d_h=d_h, d_v=d_v, d_out=d_out,
-                                                   grid=grid)
+                                                   grid=grid, **inputs)
         timings["allocation"] = time.perf_counter() - t
         say(f"allocation study done [{time.perf_counter() - t_start:.1f} s]")
     timings["total"] = time.perf_counter() - t_start
     return ComparisonReport(setting, tuple(rows), tuple(alloc_rows), tuple(width_rows), mc_info, timings, curves)
 
 
-def allocation_study(heads, beta, *, total_width=1, l=1, d_out=DEFAULT_WIDTH, grid=200):
+def allocation_study(heads, beta, *, total_width=1, l=1, d_out=DEFAULT_WIDTH, grid=200, input_spectrum=None,
+                     input_position="generic"):
     """``mha`` at fixed total width ``H d_h = H d_v = total_width`` over the head counts ``heads``.
+
+    ``input_spectrum``, ``input_position``: real inputs in every law (default: orthonormal inputs).
 
     Returns
     -------
@@ -414,23 +432,26 @@ def allocation_study(heads, beta, *, total_width=1, l=1, d_out=DEFAULT_WIDTH, gr
         The curves, for :func:`~freeprob.attention.plots.plot_comparison`.
     """
     total = read_number(total_width, what="total_width", positive=True)
-    cfgs = [attention_config(h, "mha", beta, l=l, d_h=total / h, d_v=total / h, d_out=d_out) for h in heads]
+    cfgs = [attention_config(h, "mha", beta, l=l, d_h=total / h, d_v=total / h, d_out=d_out,
+                             input_spectrum=input_spectrum, input_position=input_position) for h in heads]
     rows, lines = _study_rows(cfgs, grid, lambda c: f"H={c.heads}, d_h=d_v={c.d_h}")
     for r in rows:
         r["total"] = str(total)
     return rows, lines
 
 
-def width_study(heads, beta, widths, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH, grid=200):
+def width_study(heads, beta, widths, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH, grid=200,
+                input_spectrum=None, input_position="generic"):
     """``mha`` with ``heads`` heads: the given ``d_h, d_v`` first, then each width as ``d_h`` and as ``d_v``.
 
-    Returns ``(rows, lines)`` as :func:`allocation_study` (rows without ``total``).
+    Returns ``(rows, lines)`` as :func:`allocation_study` (rows without ``total``); real inputs as there.
     """
-    cfgs = [attention_config(heads, "mha", beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out)]
+    inputs = {"input_spectrum": input_spectrum, "input_position": input_position}
+    cfgs = [attention_config(heads, "mha", beta, l=l, d_h=d_h, d_v=d_v, d_out=d_out, **inputs)]
     for w in widths:
         cfgs.append(attention_config(heads, "mha", beta, l=l, d_h=w, d_v=d_v if d_v is not None else d_h,
-                                     d_out=d_out))
-        cfgs.append(attention_config(heads, "mha", beta, l=l, d_h=d_h, d_v=w, d_out=d_out))
+                                     d_out=d_out, **inputs))
+        cfgs.append(attention_config(heads, "mha", beta, l=l, d_h=d_h, d_v=w, d_out=d_out, **inputs))
     cfgs = list(dict.fromkeys(cfgs))
     return _study_rows(cfgs, grid, lambda c: f"d_h={c.d_h}, d_v={c.d_v}")
 
@@ -501,7 +522,7 @@ def confirm_by_softmax(plan, rows, ref_points, laws, size, reps, *, seed=0, leve
         raise DomainError(f"the Monte-Carlo confirmation needs mc_size >= 40 and mc_reps >= 3, got {size}, {reps}")
     for c in plan:
         small = config_sizes(c, size // 2)
-        check_regime(c.beta, small["l"], head_dim=small["d_h"])
+        check_regime(c.score_beta, small["l"], head_dim=small["d_h"], name=c.score_beta_name)
     _, rngs = spawn_generators(seed, len(plan) * 3 * reps)
     it = iter(rngs)
     est = {}

@@ -330,7 +330,7 @@ class SweepPlan:
 
 
 def plan_sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDTH, l=1, d_h=None, d_v=None,
-               d_out=DEFAULT_WIDTH):
+               d_out=DEFAULT_WIDTH, input_spectrum=None, input_position="generic"):
     """The configurations of a sweep (see the module docstring), every input checked.
 
     Parameters
@@ -349,6 +349,12 @@ def plan_sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDT
         Sequence and output ratios (default ``1`` and ``1/2``).
     d_h, d_v : real, optional
         Fix one per-head width; the other is ``W/H``. Default: both ``W/H``.
+    input_spectrum, input_position : optional
+        Real inputs, the same in every row: the spectrum of the token
+        covariance ``X X^T`` (``"1/4:1/2,7/4:1/2"`` or value -> weight) and
+        where its eigenvectors lie, as
+        :func:`~freeprob.attention.attention_config` (docs/attention.md,
+        "Real inputs"). Default: orthonormal inputs.
 
     Returns
     -------
@@ -359,7 +365,9 @@ def plan_sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDT
     DomainError
         Bad head counts or widths, both swept at once, both ``d_h`` and
         ``d_v`` fixed, every row skipped, and every error of
-        :func:`~freeprob.attention.attention_config`.
+        :func:`~freeprob.attention.attention_config` (a bad input spectrum).
+    EquivalenceError
+        ``input_position="diagonal"`` with a spectrum of several values.
     ShapeError
         ``tied-kv`` with ``d_h`` or ``d_v`` fixed (it needs ``d_v = d_h``).
     RegimeError
@@ -368,7 +376,8 @@ def plan_sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDT
     Warns
     -----
     RegimeWarning
-        Once, for ``|beta| > 2`` (:func:`~freeprob.attention.check_regime`).
+        Once, for a score scale ``|beta m1(Sigma)| > 2`` (``|beta| > 2`` on
+        orthonormal inputs; :func:`~freeprob.attention.check_regime`).
 
     Examples
     --------
@@ -407,13 +416,14 @@ def plan_sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDT
                 continue
             share = w / h
             cfg = attention_config(h, pattern, beta, l=l, d_h=share if fixed_h is None else fixed_h,
-                                   d_v=share if fixed_v is None else fixed_v, d_out=d_out)
+                                   d_v=share if fixed_v is None else fixed_v, d_out=d_out,
+                                   input_spectrum=input_spectrum, input_position=input_position)
             configs.append(cfg)
             widths.append(w)
     if not configs:
         raise DomainError(f"pattern {pattern!r}: no head count of the sweep ({', '.join(map(str, hs))}) can be "
                           f"split into equal groups; choose H divisible by G")
-    check_regime(configs[0].beta)
+    check_regime(configs[0].score_beta, name=configs[0].score_beta_name)
     over = "width" if len(ws) > 1 else "heads"
     return SweepPlan(over, tuple(configs), tuple(widths), tuple(skipped), allocation)
 
@@ -424,7 +434,8 @@ def plan_sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDT
 def _law(cfg):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RegimeWarning)  # the plan warned once already
-        return attention_law(cfg.heads, cfg.spec, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out)
+        return attention_law(cfg.heads, cfg.spec, cfg.beta, l=cfg.l, d_h=cfg.d_h, d_v=cfg.d_v, d_out=cfg.d_out,
+                             input_spectrum=cfg.input_spectrum, input_position=cfg.input_position)
 
 
 def _decimal(x, digits):
@@ -645,9 +656,21 @@ class SweepResult:
     xs: tuple = field(repr=False)
     timings: Mapping = field(default_factory=dict)
 
+    @property
+    def input_spectrum(self):
+        """The token-covariance spectrum of every row as ``VALUE:WEIGHT,...`` (None for orthonormal inputs)."""
+        return self.rows[0].config.input_text
+
+    @property
+    def input_position(self):
+        """``"generic"`` or ``"diagonal"``: where the eigenvectors of the token covariance lie."""
+        return self.rows[0].config.input_position
+
     def setting(self):
-        """One line: what is swept, over what, and what is fixed."""
+        """One line: what is swept, over what, and what is fixed (the inputs too, when real)."""
         fixed = f"beta = {self.beta}, l = {self.l}, d_out = {self.d_out} (ratios)"
+        if self.input_spectrum is not None:
+            fixed += f"; real inputs, token covariance {self.input_spectrum} ({self.input_position})"
         if self.over == "heads":
             return (f"{self.pattern}, H over {', '.join(str(r.heads) for r in self.rows)} at total width "
                     f"W = {self.rows[0].width} ({self.allocation}); {fixed}")
@@ -698,6 +721,8 @@ class SweepResult:
             "beta": str(self.beta),
             "l": str(self.l),
             "d_out": str(self.d_out),
+            "input_spectrum": self.input_spectrum,
+            "input_position": self.input_position,
             "dps": self.dps,
             "digits": dict(self.digits),
             "points": list(self.points),
@@ -741,7 +766,7 @@ def _g(x):
 
 def sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDTH, l=1, d_h=None, d_v=None,
           d_out=DEFAULT_WIDTH, at=(), moments=4, grid=DEFAULT_GRID, dps=None, workers=None, scheduler=None,
-          progress: Callable | None = None):
+          progress: Callable | None = None, input_spectrum=None, input_position="generic"):
     """Sweep the attention law over head counts at a fixed total width, or over widths at a fixed ``H``.
 
     Parameters
@@ -749,6 +774,9 @@ def sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDTH, l=
     heads, pattern, beta, width, l, d_h, d_v, d_out
         The configurations, as :func:`plan_sweep` (``heads`` powers of two up
         to 128; ``d_h = d_v = W/H`` unless one of them is fixed).
+    input_spectrum, input_position : optional
+        Real inputs, the same in every row (:func:`plan_sweep`; docs/attention.md,
+        "Real inputs"). Default: orthonormal inputs.
     at : real, str or sequence, optional
         Points where each row's density is given.
     moments : int, optional
@@ -776,9 +804,9 @@ def sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDTH, l=
 
     Raises
     ------
-    DomainError, ShapeError, RegimeError
+    DomainError, ShapeError, RegimeError, EquivalenceError
         Bad input (:func:`plan_sweep`, points, ``moments``, ``grid``,
-        ``workers``), before any law is made.
+        ``workers``, the input spectrum or position), before any law is made.
     MissingDependencyError
         ``scheduler`` without dask.distributed installed.
     ClusterError
@@ -795,7 +823,8 @@ def sweep(heads=DEFAULT_HEADS, pattern="mha", beta=1, *, width=DEFAULT_WIDTH, l=
     True
     """
     t0 = time.perf_counter()
-    plan = plan_sweep(heads, pattern, beta, width=width, l=l, d_h=d_h, d_v=d_v, d_out=d_out)
+    plan = plan_sweep(heads, pattern, beta, width=width, l=l, d_h=d_h, d_v=d_v, d_out=d_out,
+                      input_spectrum=input_spectrum, input_position=input_position)
     labels_at, values_at = _points(at)
     moments = _count(moments, "moments", 0, MAX_SWEEP_MOMENTS)
     grid = _count(grid, "grid", 2, MAX_GRID)

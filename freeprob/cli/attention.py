@@ -10,10 +10,13 @@
     freeprob attention compare [--heads 1,2,4,8] [--patterns mha,mqa,gqa:2,shared-v,tied-kv] [--beta B]
                                [--l L] [--dh DH] [--dv DV] [--dout DO] [--grid 200] [--points 3] [--dps 35]
                                [--mc-size 400] [--mc-reps 6] [--no-mc] [--no-allocation] [--seed S]
+                               [--input-spectrum 1/4:1/2,7/4:1/2] [--input-position generic|diagonal]
                                [--json] [--plot FILE.png]
     freeprob attention sweep [--heads 1,2,4,8 | --heads 1:128] [--width 1/2[,1,...]] [--pattern P] [--beta B]
                              [--l L] [--dh DH | --dv DV] [--dout DO] [--at X,...] [--moments 4] [--grid 400]
-                             [--dps D] [--workers N | --scheduler ADDRESS] [--json] [--plot FILE.png]
+                             [--dps D] [--workers N | --scheduler ADDRESS]
+                             [--input-spectrum 1/4:1/2,7/4:1/2] [--input-position generic|diagonal]
+                             [--json] [--plot FILE.png]
     freeprob equivalence "exp(beta*x - beta**2/2)" [--set beta=1] [--dps 30]
 
 A pattern may carry a value coupling, ``--pattern mha+kv-gaussian:1:0`` (values
@@ -22,9 +25,9 @@ and ``compare --patterns`` takes such patterns among the others.
 ``--causal`` (the causal mask) is refused with the reason (an
 EquivalenceError, exit code of any freeprob error; docs/causal.md).
 ``--input-spectrum`` gives real inputs (token covariance of that spectrum,
-docs/attention.md "Real inputs"); ``--input-position diagonal`` is refused
-with its Monte-Carlo evidence. ``compare`` and ``sweep`` take no input
-spectrum (orthonormal inputs only).
+docs/attention.md "Real inputs"), to every configuration of ``check``,
+``compare`` and ``sweep`` too; ``--input-position diagonal`` is refused
+with its Monte-Carlo evidence.
 Options of ``check``, ``compare`` and ``sweep`` follow the subcommand name.
 Sizes are ratios (``--dh 1/2``); ``--dv`` defaults to ``--dh``. Without
 ``--emit``, ``freeprob attention`` prints the model file. ``check``,
@@ -82,6 +85,12 @@ def _config_args(p, suppress):
     p.add_argument("--dout", default=d("1/2"), help="ratio of the output width (default 1/2)")
     p.add_argument("--causal", action="store_true", default=d(False),
                    help="causal mask (query i attends to keys j <= i): refused with the reason, see docs/causal.md")
+    _input_args(p, suppress)
+
+
+def _input_args(p, suppress):
+    """``--input-spectrum`` and ``--input-position`` (real inputs); ``suppress``: inherit the parent's defaults."""
+    d = (lambda v: argparse.SUPPRESS) if suppress else (lambda v: v)
     p.add_argument("--input-spectrum", default=d(None), metavar="VALUE:WEIGHT,...",
                    help="real inputs: the spectrum of the token covariance X X^T, e.g. 1/4:1/2,7/4:1/2 "
                         "(weights sum to 1, values positive; default: orthonormal inputs)")
@@ -182,7 +191,7 @@ def cmd_attention_compare(args, out):
         rep = compare_patterns(heads, patterns, args.beta, l=args.l, d_h=args.dh, d_v=args.dv, d_out=args.dout,
                                grid=args.grid, points=args.points, dps=args.dps,
                                mc_size=0 if args.no_mc else args.mc_size, mc_reps=args.mc_reps, seed=args.seed,
-                               allocation=not args.no_allocation, progress=say)
+                               allocation=not args.no_allocation, progress=say, **_inputs(args))
     finally:
         close()
     if args.plot:
@@ -223,7 +232,8 @@ def cmd_attention_sweep(args, out):
     try:
         result = attention_sweep(args.heads, args.pattern, args.beta, width=args.width, l=args.l, d_h=args.dh,
                                  d_v=args.dv, d_out=args.dout, at=args.at or (), moments=args.moments, grid=args.grid,
-                                 dps=args.dps, workers=args.workers, scheduler=args.scheduler, progress=tick)
+                                 dps=args.dps, workers=args.workers, scheduler=args.scheduler, progress=tick,
+                                 **_inputs(args))
     finally:
         close()
     if args.plot:
@@ -324,6 +334,7 @@ def add_attention_parsers(subparsers):
     m.add_argument("--no-mc", action="store_true", help="skip the Monte-Carlo confirmation")
     m.add_argument("--no-allocation", action="store_true", help="skip the head-allocation and width studies")
     m.add_argument("--seed", type=integer_in(0, 2**63 - 1, "--seed"), default=0)
+    _input_args(m, suppress=True)
     m.add_argument("--json", action="store_true")
     m.add_argument("--plot", metavar="FILE.png")
     m.set_defaults(func=cmd_attention_compare)
@@ -357,6 +368,7 @@ def add_attention_parsers(subparsers):
                      help="local processes (default: one per configuration, up to the number of cores)")
     run.add_argument("--scheduler", metavar="ADDRESS",
                      help="run on this Dask scheduler (tcp://host:8786); needs pip install 'freeprob[cluster]'")
+    _input_args(w, suppress=True)
     w.add_argument("--json", action="store_true")
     w.add_argument("--plot", metavar="FILE.png", help="densities overlaid, colored by H or W")
     w.set_defaults(func=cmd_attention_sweep)

@@ -56,6 +56,11 @@ class Parts:
     parents: dict  # part space -> dimension
     pairs: dict  # refined index -> paired refined index
     edges: dict  # dimension -> cell edges (0, ..., 1)
+    origins: dict = None  # refined index -> (row of the unrefined pencil, part k of its dimension)
+
+    def origin_of(self, i):
+        """``(row, part)``: the row of the unrefined pencil that refined row ``i`` splits, and its part index."""
+        return self.origins[i]
 
     def ratio_of(self, space):
         return self.ratios[space]
@@ -248,7 +253,8 @@ def refine(pencil, expr, pair_of):
         if q is not None:
             pairs[new] = index[(q, k)]
     refined = SelfAdjointPencil(tuple(spaces), n_u, tuple((i, j, c) for (i, j), c in const.items()), tuple(rand))
-    return Parts(refined, ratios, parents, pairs, edges)
+    origins = {new: key for key, new in index.items()}
+    return Parts(refined, ratios, parents, pairs, edges, origins)
 
 
 # -- continuous profiles: discretization and extrapolation ------------------------------------------------------

@@ -11,8 +11,10 @@ family the attention patterns need, the wreath product ``S_n wr S_g``: the
 * **global** (used by every term; identities always count as global),
 
 and every term is the same expression once its private and group-shared
-leaves are renamed in order of first occurrence (same kinds, shapes and
-variances; global leaves keep their names). ``mha`` is ``n = H`` with no
+leaves are renamed in order of first occurrence (same kinds, shapes,
+variances, spectra and variance profiles; global leaves keep their names,
+so a deterministic matrix common to all terms, such as the inputs ``X`` of
+real-input attention, is one global leaf). ``mha`` is ``n = H`` with no
 shared leaf, ``mqa`` ``g = 1`` with a global ``K``, ``gqa:g`` ``g`` groups
 with group-shared ``K_g`` and ``V_g`` (docs/heads.md).
 
@@ -187,12 +189,12 @@ def head_structure(expr):
             key = "private" if len(ts) == 1 else "group"
             if leaf not in order:
                 order[leaf] = len(order)
-            return (key, order[leaf], leaf.kind, leaf.shape, leaf.variance)
+            return (key, order[leaf], leaf.kind, leaf.shape, leaf.variance, leaf.spectrum, leaf.profile)
 
         forms.append(_canonical(term, role))
     if any(f != forms[0] for f in forms[1:]):
         bad = next(t for t in range(1, H) if forms[t] != forms[0])
-        return None, f"term {bad + 1} is not a copy of term 1 (another structure, shape or variance)"
+        return None, f"term {bad + 1} is not a copy of term 1 (another structure, shape, variance, spectrum or profile)"
     return HeadStructure(scale, tuple(terms), groups), ""
 
 

@@ -109,9 +109,6 @@ class Reduction:
         self.parts = None
         if symmetry and has_inverse(expr):
             self.symmetry_note = "no symmetry quotient: the expression contains an inverse (reduced in full)"
-        elif symmetry and has_blocks(expr):
-            self.symmetry_note = ("no symmetry quotient: the expression has deterministic matrices or variance "
-                                  "profiles (reduced in full, its dimensions split into parts)")
         elif symmetry:
             structure, why = head_structure(expr)
             if structure is not None and symmetry is not True:
@@ -167,7 +164,7 @@ class Reduction:
         if start != m:
             raise QuotientError(f"the witness pencil has {m} rows, its terms {start}")
 
-        def row_of(r):
+        def term_row(r):  # a row of the self-adjoint pencil -> None (shared) or (slot, key)
             if r < nu:
                 return None
             half, q = divmod(r - nu, m)
@@ -176,8 +173,19 @@ class Reduction:
                     return slot, (half, q - lo)
             raise QuotientError(f"pencil row {r} belongs to no term")
 
+        if self.parts is None:
+            row_of, pencil = term_row, self.self_adjoint
+        else:
+            # deterministic matrices or profiles split every row into parts of its dimension: a refined row
+            # is (row, part), shared when its row is, else of the row's term with the part added to its key
+            def row_of(r):
+                i, k = self.parts.origin_of(r)
+                lab = term_row(i)
+                return None if lab is None else (lab[0], lab[1] + (k,))
+
+            pencil = self.parts.pencil
         const = {}
-        for i, j, c in self.self_adjoint.const:
+        for i, j, c in pencil.const:
             const[(i, j)] = const.get((i, j), 0) + c
 
         self.system = quotient(system, row_of, structure.heads, structure.per_group,
