@@ -76,3 +76,25 @@ def test_an_edge_from_a_bracket_in_a_gap_is_the_one_the_bracket_asks_for():
     assert e2 == e
     # a point inside the support (0.5) is no edge: the density is positive on both sides
     assert not edges.edge_sides_ok(law.density_fast, 0.5, 0.45, 0.55, thr, law.cauchy_fast)
+
+
+def test_edge_next_to_a_tiny_piece_is_accepted_when_the_off_axis_probe_is_unverified():
+    """W + Q1 + O D O^T with a rank-1/2 projection at 10 and an atom 5 of weight 1e-4: four intervals, the last
+    narrow (width 0.09). Close to its edges the outside probe just above the axis is not verified by the double
+    solve; the side check then falls back to the axis (the outside density must not be verified positive)
+    instead of refusing a correct edge. Reference: the nested free convolutions, whose support comes from the
+    real roots of the discriminant of their algebraic equation."""
+    import sympy
+
+    n, p = fp.dims("n p")
+    W, X = fp.wigner("W", n), fp.gaussian("X", (n, p))
+    Q1 = X @ fp.inv(X.T @ X / n) @ X.T / n
+    w2 = sympy.Rational(1, 10000)
+    D, O = fp.deterministic("D", (n, n), {0: 1 - w2, 5: w2}), fp.haar("O", n)
+    law = fp.eigenvalue_law(W / sympy.sqrt(n) + 10 * Q1 + O @ D @ O.T, ratios={n: 1, p: sympy.Rational(1, 2)})
+    ref = fp.free_additive_convolution(fp.free_additive_convolution(fp.Semicircle(1), fp.Atomic([0, 10], [
+        sympy.Rational(1, 2), sympy.Rational(1, 2)])), fp.Atomic([0, 5], [1 - w2, w2]))
+    got, want = law.support(dps=DPS), ref.support()
+    assert len(got) == len(want) == 4
+    for (a, b), (ra, rb) in zip(got, want):
+        assert abs(a - ra) <= 1e-13 * max(1, abs(ra)) and abs(b - rb) <= 1e-13 * max(1, abs(rb))

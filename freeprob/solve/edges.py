@@ -1118,21 +1118,31 @@ def edge_sides_ok(density, x_edge, x_out, x_in, thr, cauchy=None):
     support ``-Im G/pi`` is about ``1e-3/2`` of the inside value at ``h`` (a
     square root seen from the outside), and must be below a tenth of it;
     inside the support (a fold of a non-physical branch) it would be of the
-    same size. Without ``cauchy`` the outside value on the axis must not be
-    verified positive.
+    same size (compared at the first of the three distances where the
+    off-axis value is verified). Without ``cauchy``, or when no off-axis value
+    is verified, the outside values on the axis must not be verified positive.
     """
     side = 1.0 if x_in > x_out else -1.0
     x_edge = float(x_edge)
     steps = SIDE_PROBE * abs(x_in - x_out) * np.array([1.0, 10.0, 100.0])
     tiny = 1e-6 * thr
     if cauchy is not None:
-        pts = np.concatenate([x_edge + side * steps, [complex(x_edge - side * steps[0], 1e-3 * steps[0])]])
-        vals = -np.imag(cauchy(pts)) / np.pi
-        inside, outside = vals[:3], vals[3]
-        for k, in_value in enumerate(inside):
+        out_pts = x_edge - side * steps + 1e-3j * steps
+        vals = -np.imag(cauchy(np.concatenate([x_edge + side * steps, out_pts]))) / np.pi
+        inside, outside = vals[:3], vals[3:]
+        for in_value in inside:
             if np.isfinite(in_value):
                 near = inside[0] if np.isfinite(inside[0]) else in_value
-                return bool(in_value > tiny and np.isfinite(outside) and outside < 0.1 * near)
+                for k, out_value in enumerate(outside):
+                    # the first verified outside value decides, compared with the inside value at the same
+                    # distance (its square root seen from outside is about 1e-3/2 of it)
+                    if np.isfinite(out_value):
+                        ref = inside[k] if np.isfinite(inside[k]) else near
+                        return bool(in_value > tiny and out_value < 0.1 * ref)
+                # no verified value off the axis (too close to the edge for the double solve): the outside
+                # density on the axis must not be verified positive, as without ``cauchy``
+                axis = density(x_edge - side * steps)
+                return bool(in_value > tiny and not np.any(axis > tiny))
         return False
     values = density(np.concatenate([x_edge - side * steps, x_edge + side * steps]))
     for out_value, in_value in zip(values[:3], values[3:]):
@@ -1182,7 +1192,7 @@ def bracketed_edge(system, density, kind, x_out, x_in, thr, dps, cauchy=None):
     if not edge_sides_ok(density, e, x_out, x_in, thr, cauchy):
         raise ConvergenceError(
             f"the edge search between x = {x_out} (outside) and x = {x_in} (inside) converged to "
-            f"{float(e):.15g}, where the density is not zero outside and positive inside", point=x_out, dps=dps)
+            f"{float(e):.15g}, where the density could not be verified to be zero outside and positive inside", point=x_out, dps=dps)
     return e
 
 
