@@ -111,7 +111,8 @@ def test_numbers_without_closed_form_print_in_every_form():
 
 @pytest.mark.parametrize("g, exact", [
     (sympy.exp(x), sympy.exp(sympy.Rational(1, 2))),            # E e^xi = e^(1/2)
-    (sympy.exp(x ** 2 / 3), sympy.sqrt(3)),                     # E e^(xi^2/3) = (1 - 2/3)^(-1/2): a fast-growing integrand
+    pytest.param(sympy.exp(x ** 2 / 3), sympy.sqrt(3),          # E e^(xi^2/3) = (1 - 2/3)^(-1/2): a fast-growing
+                 marks=pytest.mark.slow),                       # integrand, about 30 s at 200 digits
     (x ** 4 * sympy.tanh(x) ** 0, sympy.Integer(3)),            # E xi^4 = 3
 ])
 def test_quadrature_above_600_bits_matches_closed_forms(g, exact):
