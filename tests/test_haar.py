@@ -28,14 +28,23 @@ def _close(a, b, digits=DPS):
     return abs(a - b) <= mpmath.mpf(10) ** (-digits) * max(1, abs(b))
 
 
-def test_arcsine():
+def _arcsine():
     B = fp.deterministic("B", (n, n), spectrum={1: "1/2", -1: "1/2"})
-    law = fp.eigenvalue_law(A + O @ B @ O.T, ratios={n: 1})
+    return fp.eigenvalue_law(A + O @ B @ O.T, ratios={n: 1})
+
+
+def test_arcsine_density():
+    law = _arcsine()
     for x in ("0.3", "-1.1", "1.7", "-1.99"):
         with mpmath.workdps(DPS + 10):
             exact = 1 / (mpmath.pi * mpmath.sqrt(4 - mpmath.mpf(x) ** 2))
             assert _close(law.density(x, dps=DPS), exact)
-    ms = law.moments(6)
+
+
+@pytest.mark.slow
+def test_arcsine_moments():
+    """Moments by the contour around the support (about 25 s: the density is infinite at both edges)."""
+    ms = _arcsine().moments(6)
     assert all(_close(m, e, 15) for m, e in zip(ms, [0, 2, 0, 6, 0, 20]))
 
 
@@ -58,8 +67,9 @@ def test_refusals():
         fp.eigenvalue_law(O @ W @ O.T + O, ratios={n: 1})
     with pytest.raises(fp.DomainError, match="rotates both"):
         fp.eigenvalue_law(O @ A @ O.T + O @ B @ O.T, ratios={n: 1})
-    with pytest.raises(fp.DomainError, match="3 distinct eigenvalues"):
-        fp.eigenvalue_law(A + O @ C @ O.T, ratios={n: 1})
+    taken = fp.gaussian("O_C", (n, n))  # the name the rotation of C by O is written with
+    with pytest.raises(fp.DomainError, match="rename the matrix"):
+        fp.eigenvalue_law(A + O @ C @ O.T + taken @ taken.T / n, ratios={n: 1})
 
 
 @pytest.mark.parametrize("w, a", [(sympy.Rational(1, 100), 40), (sympy.Rational(1, 1000), 20)])
@@ -87,3 +97,76 @@ def test_far_piece_found_when_the_moments_exceed_the_support():
     assert len(got) == len(want) == 2
     for (x, y), (rx, ry) in zip(got, want):
         assert abs(x - rx) <= 1e-13 * max(1, abs(rx)) and abs(y - ry) <= 1e-13 * max(1, abs(ry))
+
+
+def _semicircle_plus_rotated(values, weights):
+    """``W / sqrt(n) + O D O^T`` and its reference: the free convolution of the semicircle and ``D``'s law
+    (scalar route, R-transforms; support from the real roots of its discriminant)."""
+    D = fp.deterministic("D", (n, n), spectrum={v: str(w) for v, w in zip(values, weights)})
+    law = fp.eigenvalue_law(fp.wigner("W", n) / sympy.sqrt(n) + O @ D @ O.T, ratios={n: 1})
+    return law, fp.free_additive_convolution(fp.Semicircle(1), fp.Atomic(values, weights))
+
+
+THIRD = sympy.Rational(1, 3)
+
+
+def test_three_eigenvalues_by_nested_projections():
+    """D = {-1, 0, 1} (weights 1/3): O D O^T = -I + Q_1 + Q_2 with nested random projections; density at
+    30 digits and the support against the free convolution."""
+    law, ref = _semicircle_plus_rotated([-1, 0, 1], [THIRD] * 3)
+    for x in ("0.3", "-1.5", "2.2"):
+        assert _close(law.density(x, dps=30), ref.density(x, dps=30), 30)
+    [(lo, hi)], [(rlo, rhi)] = law.support(dps=15), ref.support()
+    assert abs(lo - rlo) <= 1e-13 * abs(rlo) and abs(hi - rhi) <= 1e-13 * abs(rhi)
+
+
+def test_nested_projection_inverses_carry_their_proved_floor():
+    """The Gram matrix of the first columns of X, padded with I - E, is invertible above the Marchenko-Pastur
+    edge (1 - sqrt(s_1))^2 (s_1 = 1/4 of n here): the floor the rewrite proves is the bound the reduction uses."""
+    from freeprob.expr.haar import rotate
+    from freeprob.reduce.inverse import inverse_gap
+    from freeprob.reduce.scaling import normalize
+
+    D = fp.deterministic("D", (n, n), spectrum={-1: "1/4", 0: "1/4", 2: "1/2"})
+    rotated, ratios = rotate(O @ D @ O.T)
+    (k, ratio), = ratios.items()
+    assert ratio == n / 2
+    inverses = {node for node in _walk(rotated) if isinstance(node, fp.Inverse)}
+    assert len(inverses) == 2 and sum(node.floor is not None for node in inverses) == 1
+    [padded] = [node for node in inverses if node.floor is not None]
+    gap = inverse_gap(padded, normalize(padded.arg, [n, k])).subs(ratios)
+    assert sympy.simplify(gap - (1 - sympy.sqrt(sympy.Rational(1, 4))) ** 2) == 0
+
+
+def _walk(node):
+    yield node
+    for child in node.children():
+        yield from _walk(child)
+
+
+@pytest.mark.slow
+def test_four_eigenvalues_density_support_moments():
+    """D = {-1: 1/5, 0: 1/5, 1: 1/2, 3: 1/10}: two support intervals; moments by the contour (minutes)."""
+    R = sympy.Rational
+    law, ref = _semicircle_plus_rotated([-1, 0, 1, 3], [R(1, 5), R(1, 5), R(1, 2), R(1, 10)])
+    for x in ("0.3", "-1.5", "2.2", "3.5"):
+        assert _close(law.density(x, dps=30), ref.density(x, dps=30), 30)
+    got, want = law.support(dps=15), ref.support()
+    assert len(got) == len(want) == 2
+    for (x, y), (rx, ry) in zip(got, want):
+        assert abs(x - rx) <= 1e-13 * max(1, abs(rx)) and abs(y - ry) <= 1e-13 * max(1, abs(ry))
+    assert all(_close(m, e, 25) for m, e in zip(law.moments(4), ref.moments(4)))
+
+
+@pytest.mark.slow
+def test_three_eigenvalues_moments():
+    law, ref = _semicircle_plus_rotated([-1, 0, 1], [THIRD] * 3)
+    assert all(_close(m, e, 25) for m, e in zip(law.moments(4), ref.moments(4)))
+
+
+@pytest.mark.slow
+def test_three_eigenvalues_against_monte_carlo():
+    """The nested-projection law against Monte-Carlo of the model itself (O sampled Haar), fp.check."""
+    law, _ = _semicircle_plus_rotated([-1, 0, 1], [THIRD] * 3)
+    report = fp.check(law, n=400, reps=4, seed=1)
+    assert report.passed, report.text()

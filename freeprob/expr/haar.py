@@ -20,10 +20,17 @@ invertibility of ``X^T X / n`` is certified by the Marchenko-Pastur edge
 taken as ``Q`` when ``w <= 1/2`` (so that ``X`` is tall), else the other.
 ``O^T D O`` is rotated the same way (``O^T`` is Haar too).
 
+With ``m >= 3`` distinct eigenvalues (weights sorted, the heaviest ``b_m``
+last) the rotation is ``b_m I + sum_{j < m} (b_j - b_{j+1}) Q_j`` over the
+nested projections ``Q_j`` onto the spans of the first ``(w_1 + ... + w_j) n``
+columns of one Gaussian ``X`` (a uniformly distributed flag), the columns
+selected by nested deterministic projections ``E_j``; the invertibility of
+``E_j X^T X E_j / n + I - E_j`` is proved here and attached to the inverse
+(``Inverse.floor``). See :func:`_nested_projections` and docs/engine.md.
+
 Refused, with a :class:`~freeprob.DomainError`: a Haar matrix anywhere else
-than in such a rotation, one Haar matrix rotating two different matrices
-(their joint rotation is not two independent ones), and a ``D`` with three
-or more distinct eigenvalues (not yet written: it needs nested projections).
+than in such a rotation, and one Haar matrix rotating two different matrices
+(their joint rotation is not two independent ones).
 """
 
 import dataclasses
@@ -31,7 +38,7 @@ import dataclasses
 import sympy
 
 from .._errors import DomainError
-from .tree import Inverse, Matrix, Product, Scaled, Sum, Transpose, dims, gaussian, identity, inv
+from .tree import Inverse, Matrix, Product, Scaled, Sum, Transpose, deterministic, dims, gaussian, identity, inv
 
 __all__ = ["has_haar", "rotate"]
 
@@ -68,8 +75,50 @@ def _middle(node):
     return None
 
 
+def _nested_projections(o, d, atoms, expr, taken, ratios):
+    """``O D O^T`` for ``D`` with the ``atoms`` ``(b_j, w_j)`` sorted by weight, the heaviest last.
+
+    With ``X`` Gaussian ``n x s n`` (``s = w_1 + ... + w_{m-1}``) and ``Q_j`` the projection onto
+    the span of its first ``s_j n = (w_1 + ... + w_j) n`` columns,
+    ``O D O^T = b_m I + sum_{j < m} (b_j - b_{j+1}) Q_j``. The columns are selected by the
+    deterministic diagonal projection ``E_j`` (its ones first, so the ``E_j`` are nested):
+    ``Q_j = X E_j (E_j X^T X E_j / n + I - E_j)^-1 E_j X^T / n``. Adds the rank ``s n`` of
+    ``X`` to ``ratios``.
+    """
+    n = o.shape[0]
+    names = {str(sym) for sym in expr.dimensions()}
+    name = f"{o.name}_{d.name}"
+    selectors = [f"{name}_E{j}" for j in range(1, len(atoms) - 1)]
+    for clash in [name, *selectors]:
+        if clash in taken or f"rank_{name}" in names:
+            raise DomainError(f"the rotation {o.name} {d.name} {o.name}^T is written with the matrices "
+                              f"{', '.join([name, *selectors])} and a dimension rank_{name}; rename the matrix "
+                              f"that has one of these names")
+    k = dims(f"rank_{name}")
+    x = gaussian(name, (n, k))
+    total = sum((w for _, w in atoms[:-1]), sympy.Integer(0))
+    ratios[k] = total * n
+    out = None if atoms[-1][0] == 0 else atoms[-1][0] * identity(n)
+    cumulative = sympy.Integer(0)
+    for j, (b, w) in enumerate(atoms[:-1], start=1):
+        cumulative += w
+        if j == len(atoms) - 1:  # all columns: the plain projection onto the span of X
+            q = x @ inv(x.T @ x / n) @ x.T / n
+        else:
+            part = cumulative / total
+            e = deterministic(selectors[j - 1], (k, k), {1: str(part), 0: str(1 - part)})
+            gram = inv(e @ x.T @ x @ e / n + (identity(k) - e))
+            # on the range of E_j the argument is the Gram matrix of n x s_j n iid Gaussian columns, above
+            # the Marchenko-Pastur edge (1 - sqrt(s_j))^2 > 0; on its complement it is 1
+            gram = dataclasses.replace(gram, floor=(1 - sympy.sqrt(part * k / n)) ** 2)
+            q = x @ e @ gram @ e @ x.T / n
+        term = (b - atoms[j][0]) * q
+        out = term if out is None else out + term
+    return out
+
+
 def rotate(expr):
-    """``(rotated, ratios)``: ``expr`` with every ``O D O^T`` written as ``b_1 I + (b_2 - b_1) Q``.
+    """``(rotated, ratios)``: ``expr`` with every ``O D O^T`` written with random projections.
 
     ``ratios`` maps each new dimension (the rank of a projection) to its ratio
     as an expression in the dimension of ``O``, ``w n``.
@@ -98,20 +147,8 @@ def rotate(expr):
                 raise DomainError(f"{o.name} @ {d.name} @ {o.name}.T is zero ({d.name} has the single eigenvalue 0): "
                                   f"leave it out of the expression")
             out = atoms[0][0] * identity(n)
-        elif len(atoms) == 2:
-            (b2, w), (b1, _) = atoms  # the lighter atom is the projection's
-            name = f"{o.name}_{d.name}"
-            if name in taken or f"rank_{name}" in {str(s) for s in expr.dimensions()}:
-                raise DomainError(f"the rotation {o.name} {d.name} {o.name}^T is written with a matrix {name} "
-                                  f"and a dimension rank_{name}; rename the matrix that has one of these names")
-            k = dims(f"rank_{name}")
-            x = gaussian(name, (n, k))
-            q = x @ inv(x.T @ x / n) @ x.T / n
-            out = (b2 - b1) * q if b1 == 0 else b1 * identity(n) + (b2 - b1) * q
-            ratios[k] = w * n
         else:
-            raise DomainError(f"{o.name} @ {d.name} @ {o.name}.T: {d.name} has {len(atoms)} distinct eigenvalues; "
-                              f"Haar rotations are written for at most two so far")
+            out = _nested_projections(o, d, atoms, expr, taken, ratios)
         rotations[o] = (d, out)
         return out
 

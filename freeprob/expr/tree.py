@@ -18,7 +18,7 @@ X @ X.T/n
 """
 
 import numbers
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Tuple
 
 import sympy
@@ -342,11 +342,11 @@ def haar(name, dim):
     """A Haar-distributed orthogonal matrix of shape ``(dim, dim)``.
 
     It may appear only as a conjugation ``O @ D @ O.T`` (or ``O.T @ D @ O``)
-    of a deterministic matrix ``D`` with at most two distinct eigenvalues
-    (docs/engine.md, "Haar rotations"): the rotated matrix is then
-    ``b_1 I + (b_2 - b_1) Q`` with ``Q`` the projection onto a uniformly
-    random subspace, which the engine writes with a Gaussian matrix and an
-    inverse.
+    of a deterministic matrix ``D`` (docs/engine.md, "Haar rotations"): with
+    two eigenvalues the rotated matrix is ``b_1 I + (b_2 - b_1) Q`` with ``Q``
+    the projection onto a uniformly random subspace, which the engine writes
+    with a Gaussian matrix and an inverse; with more, a sum of nested such
+    projections.
 
     >>> import freeprob as fp
     >>> n = fp.dims("n")
@@ -501,9 +501,17 @@ class Inverse(Expr):
     a Wigner matrix: ``kind`` is ``"inverse"`` and ``name`` its text. The
     reduction linearizes it (docs/engine.md, "Inverses") and refuses it
     unless the limiting spectrum of ``M`` is certified to stay away from 0.
+
+    ``floor`` is a lower bound of the limiting spectrum of ``M`` (a sympy
+    expression in the dimensions) that holds by construction, for arguments
+    the bounds of :mod:`freeprob.reduce.inverse` cannot read off the tree:
+    only code that proves it sets it (the Gram matrix of a Gaussian compressed
+    by an independent projection, :mod:`freeprob.expr.haar`). It is not part
+    of the node's identity.
     """
 
     arg: Expr
+    floor: object = field(default=None, compare=False, repr=False)
 
     #: The letter kind of an inverse in :func:`expand` (never transposed: the inverse is symmetric).
     kind = "inverse"

@@ -25,6 +25,7 @@ The parts of a dimension share its block of the Dyson system
 (:func:`freeprob.reduce.dyson.dyson_system`, ``block_of``).
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 import sympy
@@ -290,7 +291,7 @@ def discretize(expr, cells):
         elif isinstance(node, Transpose):
             out = Transpose.of(rebuild(node.arg))
         elif isinstance(node, Inverse):
-            out = Inverse(rebuild(node.arg))
+            out = dataclasses.replace(node, arg=rebuild(node.arg))  # keeps a proved floor
         elif type(node) is Sum:
             terms = [rebuild(t) for t in node.terms]
             out = terms[0]

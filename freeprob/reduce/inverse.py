@@ -134,6 +134,8 @@ def _ball(node, norm):
 def inverse_gap(node, norm):
     """``gap(M) = max(lo, -hi)`` for ``node = inv(M)``: positive exactly when the bounds prove ``M`` invertible."""
     lo, hi = spectral_interval(node.arg, norm)
+    if node.floor is not None:  # a floor proved where the node was built (Inverse.floor)
+        lo = sympy.Max(lo, node.floor)
     return sympy.Max(lo, -hi)
 
 
