@@ -33,32 +33,40 @@ def _close(a, b):
     return abs(a - b) <= TOL * max(1, abs(b))
 
 
+def _assert_same_values(quotient, full, points=("0.3", "1.1")):
+    """Density and Cauchy transform of the quotient equal those of the full system at ``points``."""
+    for x in points:
+        dq, gq = quotient.density_and_cauchy(x, DPS)
+        df, gf = full.density_and_cauchy(x, DPS)
+        assert _close(dq, df), (x, dq, df)
+        assert _close(gq, gf), (x, gq, gf)
+
+
+def _unknowns(patterns, heads, **kwargs):
+    """``{pattern: {unknowns of the reduced system}}`` of the attention law over ``heads``."""
+    sizes = {}
+    for pattern in patterns:
+        for h in heads:
+            law = fp.attention_law(h, pattern, 1, **{k: f(h) for k, f in kwargs.items()})
+            assert law.reduction.structure.heads == h, law.reduction.symmetry_note
+            assert law.reduction.structure.n_groups == (2 if pattern == "gqa:2" else 1)
+            sizes.setdefault(pattern, set()).add(law.system.n_unknowns)
+    return sizes
+
+
 @pytest.mark.parametrize("pattern, heads", PATTERN_HEADS)
 def test_quotient_equals_full_system(pattern, heads):
     quotient, full = _laws(heads, pattern)
     if heads >= 2:
         assert quotient.reduction.structure is not None, quotient.reduction.symmetry_note
         assert quotient.reduction.structure.heads == heads
-    for x in ("0.3", "1.1"):
-        dq, gq = quotient.density_and_cauchy(x, DPS)
-        df, gf = full.density_and_cauchy(x, DPS)
-        assert _close(dq, df), (x, dq, df)
-        assert _close(gq, gf), (x, gq, gf)
+    _assert_same_values(quotient, full)
     z = "0.7+0.25j"
     assert _close(quotient.cauchy(z, dps=DPS), full.cauchy(z, dps=DPS))
 
 
 def test_quotient_size_does_not_grow_with_heads():
-    sizes = {}
-    for pattern in ("mha", "mqa", "gqa:2"):
-        for heads in (4, 8, 64):
-            cfg = attention_config(heads, pattern, 1)
-            law = fp.attention_law(heads, pattern, 1)
-            sizes.setdefault(pattern, set()).add(law.system.n_unknowns)
-            assert law.reduction.structure.heads == heads
-            assert law.reduction.structure.n_groups == (2 if pattern == "gqa:2" else 1)
-            del cfg
-    assert sizes == {"mha": {20}, "mqa": {20}, "gqa:2": {30}}
+    assert _unknowns(("mha", "mqa", "gqa:2"), (4, 8, 64)) == {"mha": {20}, "mqa": {20}, "gqa:2": {30}}
 
 
 def test_quotient_moments_equal_full_system():
@@ -186,21 +194,12 @@ def test_real_input_quotient_equals_full_system(pattern, heads):
         assert quotient.reduction.structure is not None, quotient.reduction.symmetry_note
         assert "verified exactly" in quotient.reduction.symmetry_note
         assert full.reduction.structure is None
-    for x in ("0.3", "1.1"):
-        dq, gq = quotient.density_and_cauchy(x, DPS)
-        df, gf = full.density_and_cauchy(x, DPS)
-        assert _close(dq, df), (x, dq, df)
-        assert _close(gq, gf), (x, gq, gf)
+    _assert_same_values(quotient, full)
 
 
 def test_real_input_quotient_size_does_not_grow_with_heads():
-    sizes = {}
-    for pattern in ("mha", "gqa:2"):
-        for heads in (4, 64):
-            law = fp.attention_law(heads, pattern, 1, d_h=sympy.Rational(1, 2 * heads),
-                                   d_v=sympy.Rational(1, 2 * heads), input_spectrum=REAL_INPUTS)
-            assert law.reduction.structure.heads == heads, law.reduction.symmetry_note
-            sizes.setdefault(pattern, set()).add(law.system.n_unknowns)
+    width = lambda h: sympy.Rational(1, 2 * h)  # noqa: E731
+    sizes = _unknowns(("mha", "gqa:2"), (4, 64), d_h=width, d_v=width, input_spectrum=lambda h: REAL_INPUTS)
     assert all(len(s) == 1 for s in sizes.values()), sizes
 
 
