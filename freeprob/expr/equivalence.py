@@ -792,21 +792,38 @@ def _remember(g, dps, value):
         _BEST[g] = (dps, value)
 
 
-#: Quadratures run at multiples of this many digits (a value at D digits serves every request at <= D).
-_MEAN_LEVEL = 50
+#: The digits of the first quadrature of a number: one 15-digit law asks for its numbers at up to about 73
+#: digits (15 + 13 guard digits, 10 more for the second computation that verifies a result, 5 for the
+#: conversion to mpmath, sympy's own working digits when it evaluates a sum, and the edge refinement's
+#: systems at higher precision), so that one quadrature at 80 digits serves all of them. With levels at
+#: multiples of 50 the requests at 51 and 73 forced a second quadrature at 100 digits, and a nested layer's
+#: number at 100 asks for its inner layer's at 145 digits: a third one, at 150.
+_FIRST_MEAN_LEVEL = 80
+#: Later levels are multiples of this many digits (a value at D digits serves every request at <= D): a
+#: layer's number at ``L`` digits asks for its inner layer's at ``L + guard_digits(L) + 10`` (120 for 80),
+#: one level up.
+_MEAN_LEVEL = 40
+
+
+def _mean_level(dps):
+    """The digits of the quadrature that serves a request at ``dps``: :data:`_FIRST_MEAN_LEVEL` when it is
+    enough, else the first multiple of :data:`_MEAN_LEVEL` at or above ``dps``."""
+    if dps <= _FIRST_MEAN_LEVEL:
+        return _FIRST_MEAN_LEVEL
+    return -(-dps // _MEAN_LEVEL) * _MEAN_LEVEL
 
 
 def _mean_value(g, dps, margin=True):
     """``E g(xi)`` to ``dps`` digits: the most precise value computed so far when it has enough digits, else
-    quadrature (:func:`_quad_expectation`) at the first multiple of :data:`_MEAN_LEVEL` digits at or above
-    ``dps`` (with ``margin``, ``dps + 10``)."""
+    quadrature (:func:`_quad_expectation`) at the level :func:`_mean_level` gives for ``dps`` (with ``margin``,
+    ``dps + 10``)."""
     best = _BEST.get(g)
     if best is not None and best[0] >= dps:
         return best[1]
     # a computation asks for a few more digits at a time (guard digits, a second solve with more digits for
     # its verification, sympy's evaluation of the cancellation in nu^2 = E g^2 - mu0^2 - s mu1^2): one
     # quadrature at a coarse level serves the next requests, where steps of 10 digits recomputed at each
-    work = -(-(dps + (10 if margin else 0)) // _MEAN_LEVEL) * _MEAN_LEVEL
+    work = _mean_level(dps + (10 if margin else 0))
     value = _quad_expectation(g, _REAL_X, work)
     _remember(g, work, value)
     return value

@@ -1097,6 +1097,8 @@ def shrink_bracket(density, x_out, x_in, thr, rounds, rel):
 #: The sides of an edge ``e`` found from the bracket ``(x_out, x_in)`` are probed at
 #: ``e -+ SIDE_PROBE |x_in - x_out|`` (:func:`edge_sides_ok`).
 SIDE_PROBE = 1e-4
+#: ... and at least this fraction of ``max(1, |e|)`` away.
+SIDE_FLOOR = 1e-9
 
 
 def edge_sides_ok(density, x_edge, x_out, x_in, thr, cauchy=None):
@@ -1108,7 +1110,8 @@ def edge_sides_ok(density, x_edge, x_out, x_in, thr, cauchy=None):
     (towards ``x_in``) is verified positive and just outside it (towards
     ``x_out``) is not: at ``SIDE_PROBE`` of the bracket's width on each side
     (inside, 10 and 100 times as far when the value there is not verified),
-    the inside value above ``1e-6 thr``. A square-root edge gives about
+    the inside value above ``1e-6 thr`` (the distances are at least
+    :data:`SIDE_FLOOR` of ``max(1, |e|)``). A square-root edge gives about
     ``1e-2`` of the density at ``x_in`` inside, a far-side edge (the other
     end of a gap) a zero.
 
@@ -1124,7 +1127,9 @@ def edge_sides_ok(density, x_edge, x_out, x_in, thr, cauchy=None):
     """
     side = 1.0 if x_in > x_out else -1.0
     x_edge = float(x_edge)
-    steps = SIDE_PROBE * abs(x_in - x_out) * np.array([1.0, 10.0, 100.0])
+    # not below SIDE_FLOOR of |x| (a bracket around a gap far narrower than a grid cell is tiny, and the
+    # double-precision solve is not verified within about 1e-10 of an edge)
+    steps = max(SIDE_PROBE * abs(x_in - x_out), SIDE_FLOOR * max(1.0, abs(x_edge))) * np.array([1.0, 10.0, 100.0])
     tiny = 1e-6 * thr
     if cauchy is not None:
         out_pts = x_edge - side * steps + 1e-3j * steps
@@ -1245,8 +1250,13 @@ def _grows_to_zero(xs, d, end, out, inner, kind, long_enough, density=None, thr=
 #: A window of five consecutive scan points is smooth when the fourth divided difference of ``G`` over it,
 #: times the window's width to the fourth power, is at most this fraction of the largest ``|G|`` in it.
 SMOOTH_TOL = 1e-2
-#: Refinement rounds of :func:`adaptive_scan` at most (each halves the suspect cells).
-MAX_REFINE = 8
+#: Refinement rounds of :func:`adaptive_scan` at most (each cuts the suspect cells in four, or eight).
+MAX_REFINE = 24
+#: A cell inside or outside the support (not holding an edge) whose windows are not smooth is cut down to
+#: this fraction of the scanned range: ``G`` is analytic there unless a gap, a piece or a cusp hides in it,
+#: and an analytic stretch becomes smooth once the cells are small next to its distance from the nearest
+#: branch point. Below it the double-precision solve is not verified next to an edge (about ``1e-10``).
+DEEP_WIDTH = 1e-9
 
 
 def _divided4(x, f):
@@ -1274,13 +1284,19 @@ def adaptive_scan(cauchy, kind, grid, range_, what="the law"):
     (all inside or all outside) and its fourth divided difference of ``G``,
     times the window's width to the fourth power, is at most
     :data:`SMOOTH_TOL` of the largest ``|G|`` in the window. Cells that are not
-    smooth are cut in four (a cell holding an edge in eight) until they are
-    no wider than a cell of a uniform ``grid``-point scan of the range, at
-    most :data:`MAX_REFINE` times. So a feature hidden between two accepted
-    points changes ``G`` by less than about ``SMOOTH_TOL`` of its size there,
-    or lies within a ``grid`` cell of an edge, as on a uniform scan; the cost
-    is the coarse passes and a few points per edge, not a dense scan. Windows
-    with an unverified (NaN) value decide nothing.
+    smooth are cut in four (a cell holding an edge in eight): a cell holding
+    an edge until it is no wider than a cell of a uniform ``grid``-point scan
+    of the range (Newton's method on the fold system finishes the edge), any
+    other until it is smooth or no wider than :data:`DEEP_WIDTH` of the range
+    (at most :data:`MAX_REFINE` rounds). An analytic stretch becomes smooth
+    once its cells are small next to its distance from the nearest branch
+    point; a gap, however narrow, keeps its cell non-smooth until a point
+    falls in it. So a feature hidden between two accepted points changes
+    ``G`` by less than about ``SMOOTH_TOL`` of its size there; the cost is
+    the coarse passes and a few points per edge and per near-closing gap, not
+    a dense scan. An unverified (NaN) point is moved by a small fraction of
+    its cell to where ``G`` is verified (:func:`_moved_off_unverified`);
+    windows with a value still unverified decide nothing.
 
     Returns the points, the density at them, the threshold (``1e-4`` of the
     median bulk density) and where the density exceeds it, as
@@ -1310,23 +1326,57 @@ def adaptive_scan(cauchy, kind, grid, range_, what="the law"):
     g = np.array([seen[x] for x in xs.tolist()])
     if extra.size:
         xs, g = _merge(xs, g, extra, cauchy(extra))
+    xs, g = _moved_off_unverified(cauchy, xs, g)
     d = _density_of(g, xs, kind)
     finite = np.isfinite(d)
     bulk = d[finite & (d > 1e-9)]
     thr = 1e-4 * float(np.median(bulk)) if bulk.size else 1e-9
     pos = finite & (d > thr)
     min_width = (hi - lo) / (grid - 1) * (1 + 1e-9)
+    deep_width = (hi - lo) * DEEP_WIDTH
     for _ in range(MAX_REFINE):
-        cut = _cells_to_cut(xs, g, pos) & (np.diff(xs) > min_width)
+        edge = pos[:-1] != pos[1:]
+        width = np.diff(xs)
+        # a cell holding an edge is bracketed once it is no wider than a grid cell (Newton's method on the
+        # fold system finishes it); a cell on one side whose G is still not smooth is cut further, since a
+        # gap narrower than a grid cell (or a piece) hides there, down to deep_width of the range
+        cut = _cells_to_cut(xs, g, pos) & (width > np.where(edge, min_width, deep_width))
         if not cut.any():
             break
-        edge = pos[:-1] != pos[1:]
         pieces = np.where(edge, 8, 4)
         new = np.concatenate([np.linspace(xs[i], xs[i + 1], pieces[i] + 1)[1:-1] for i in np.nonzero(cut)[0]])
-        xs, g = _merge(xs, g, new, cauchy(new))
+        xs, g = _moved_off_unverified(cauchy, *_merge(xs, g, new, cauchy(new)))
         d = _density_of(g, xs, kind)
         pos = np.isfinite(d) & (d > thr)
     return xs, d, thr, pos
+
+
+#: An unverified scan point is moved by these fractions of the distance to its nearest neighbour.
+NUDGES = (1e-3, -1e-3, 1e-2, -1e-2, 1e-1, -1e-1)
+
+
+def _moved_off_unverified(cauchy, xs, g):
+    """The scan with each unverified point (NaN; the double-precision solve on the axis fails now and then,
+    inside the support as next to an edge) moved by a small fraction of its cell (:data:`NUDGES`) to where
+    ``G`` is verified, when one is. An unverified point counts as outside the support and would split a
+    run in two, and the windows holding it decide nothing, so a gap next to it would go unseen."""
+    bad = np.nonzero(np.isnan(g))[0]
+    if not bad.size or len(xs) < 2:
+        return xs, g
+    xs, g = xs.copy(), g.copy()
+    gaps = np.diff(xs)
+    near = np.minimum(np.concatenate([[np.inf], gaps])[bad], np.concatenate([gaps, [np.inf]])[bad])
+    todo = np.ones(bad.size, dtype=bool)
+    for f in NUDGES:
+        if not todo.any():
+            break
+        idx = bad[todo]
+        moved = xs[idx] + f * near[todo]
+        vals = cauchy(moved)
+        ok = ~np.isnan(vals)
+        xs[idx[ok]], g[idx[ok]] = moved[ok], vals[ok]
+        todo[np.nonzero(todo)[0][ok]] = False
+    return xs, g
 
 
 def _merge(xs, g, new, g_new):

@@ -1,0 +1,62 @@
+"""Supports that are right or refused (freeprob/solve/edges.py: the adaptive scan, the edge side check).
+
+The models are ``sqrt(s2) W + O D O^T``: a semicircle of variance ``s2`` freely
+plus a two-point law ``{0: 1 - w, a: w}`` (a Haar rotation of a deterministic
+matrix). Their reference supports come from the scalar route,
+``free_additive_convolution(Semicircle(s2), Atomic([0, a], [1 - w, w]))``,
+whose edges are the real roots of the discriminant of the eliminated
+polynomial (isolated exactly, rounded to the digits asked for): an independent
+computation.
+"""
+
+import mpmath
+import pytest
+import sympy
+
+import freeprob as fp
+
+DPS = 15
+n = fp.dims("n")
+O = fp.haar("O", n)
+W = fp.wigner("W", n)
+
+
+def _models(s2, a, w):
+    s2, a, w = sympy.Rational(s2), sympy.Rational(a), sympy.Rational(w)
+    D = fp.deterministic("D", (n, n), spectrum={0: 1 - w, a: w})
+    law = fp.eigenvalue_law(sympy.sqrt(s2) * W / sympy.sqrt(n) + O @ D @ O.T, ratios={n: 1})
+    ref = fp.free_additive_convolution(fp.Semicircle(s2), fp.Atomic([0, a], [1 - w, w]))
+    return law, ref
+
+
+def _assert_same_support(support, ref_support):
+    assert len(support) == len(ref_support), (support, ref_support)
+    tol = mpmath.mpf(10) ** (-DPS)
+    for (a, b), (ra, rb) in zip(support, ref_support):
+        assert abs(a - ra) <= tol * max(1, abs(ra)) and abs(b - rb) <= tol * max(1, abs(rb)), ((a, b), (ra, rb))
+
+
+#: (w, a, the reference gap's width): the examples of the known limit (gaps narrower than a cell of the
+#: 401-point scan, which merged the two intervals), and the narrowest gaps found by bisecting ``a``
+#: towards where the gap closes (a = 1.96145917672137..., 2.0000000000092..., 1.5710873149617... on the
+#: reference supports).
+NARROW_GAPS = [
+    ("1/3", "63/32", 4.8e-4),
+    ("1/3", "25107/12800", 9.8e-8),
+    ("1/2", "201/100", 7.7e-4),
+    ("1/2", "204801/102400", 2.3e-8),
+    ("1/20", "159/100", 2.0e-3),
+    ("1/20", "643531/409600", 1.5e-7),
+]
+
+
+@pytest.mark.parametrize("w, a, width", NARROW_GAPS)
+def test_a_gap_narrower_than_a_scan_cell_is_found(w, a, width):
+    law, ref = _models(1, a, w)
+    ref_support = ref.support(dps=DPS)
+    assert len(ref_support) == 2
+    gap = float(ref_support[1][0] - ref_support[0][1])
+    assert 0.5 * width < gap < 1.5 * width
+    # narrower than a cell of a uniform 401-point scan of the support itself (the scanned range is wider)
+    assert gap < float(ref_support[1][1] - ref_support[0][0]) / 400
+    _assert_same_support(law.support(dps=DPS), ref_support)
