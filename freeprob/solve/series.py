@@ -133,7 +133,7 @@ def series_coefficients(system, order, ctx=None, domain=None):
         def conv(c):
             c = sympy.sympify(c)
             if c not in converted:
-                converted[c] = dom.from_sympy(sympy.nsimplify(c) if c.is_Float else c)
+                converted[c] = _to_field(dom, sympy.nsimplify(c) if c.is_Float else c, converted)
             return converted[c]
 
         zero, one = dom.zero, dom.one
@@ -235,6 +235,33 @@ def series_coefficients(system, order, ctx=None, domain=None):
     if not numeric:
         outs = [[dom.to_sympy(x) for x in row] for row in outs]
     return outs, not numeric
+
+
+def _to_field(dom, c, cache):
+    """``c`` as an element of ``dom``, built from its sums, products and integer powers.
+
+    Placing an algebraic number in a field (``dom.from_sympy``) computes its
+    minimal polynomial and an isomorphism of fields, about 20 ms each: the
+    coefficients of a system are few radicals (``sqrt(2)``, ``sqrt(6)``) in
+    many combinations, so only those are placed, once each (``cache``), and the
+    rest is exact arithmetic in the field.
+    """
+    if c in cache:
+        return cache[c]
+    if c.is_Rational:
+        out = dom.from_sympy(c)
+    elif c.is_Add or c.is_Mul:
+        parts = [_to_field(dom, a, cache) for a in c.args]
+        out = parts[0]
+        for p in parts[1:]:
+            out = out + p if c.is_Add else out * p
+    elif c.is_Pow and c.exp.is_Integer and c.exp != 0:
+        base = _to_field(dom, c.base, cache) ** abs(int(c.exp))
+        out = dom.one / base if c.exp < 0 else base
+    else:
+        out = dom.from_sympy(c)
+    cache[c] = out
+    return out
 
 
 def _mp(ctx, x):
