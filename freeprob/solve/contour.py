@@ -22,10 +22,48 @@ import math
 from .._errors import ConvergenceError
 from .._precision import context, guard_digits
 
-__all__ = ["contour_moments"]
+__all__ = ["circle_rules", "contour_moments"]
 
 #: Largest number of nodes on the circle (the upper half is solved: half of them).
 MAX_NODES = 1024
+
+
+def circle_rules(cauchy, center, radius, kmax, work, first=32):
+    """The trapezoidal rules for ``I_k = (1/2 pi i) \\oint (z - c)^k G(z) dz``, ``k = 0..kmax``, on ``|z - c| = r``.
+
+    Yields ``(nodes, [I_0, ..., I_kmax])`` (mpf) for ``nodes = first, 2 first, ...`` up to
+    :data:`MAX_NODES`; each rule reuses the nodes solved for the coarser ones. ``center`` is real, so the
+    nodes come in conjugate pairs (``G(conj z) = conj G(z)``) and only the upper half is solved;
+    ``cauchy(z, work)`` returns ``G(z)`` correct to ``work`` digits. The two real nodes ``c +- r`` must lie
+    outside the support.
+    """
+    ctx = context(work)
+    c, r = ctx.mpf(center), ctx.mpf(radius)
+    solved = {}
+
+    def value(j, nodes):
+        # node j of the rule with `nodes` nodes, theta = 2 pi j / nodes: shared by the finer rules
+        g = math.gcd(j, nodes)
+        key = (j // g, nodes // g)
+        if key not in solved:
+            w = r * ctx.expjpi(ctx.mpf(2 * j) / nodes)
+            if j == 0 or 2 * j == nodes:
+                w = ctx.mpc(w.real, 0)  # the two real nodes
+            solved[key] = (w, ctx.mpc(cauchy(c + w, work)))
+        return solved[key]
+
+    nodes = first
+    while nodes <= MAX_NODES:
+        sums = [ctx.mpf(0)] * (kmax + 1)
+        for j in range(nodes // 2 + 1):  # the upper half; the lower half is its conjugate
+            w, g = value(j, nodes)
+            weight = 1 if j == 0 or 2 * j == nodes else 2
+            t = w * g
+            for k in range(kmax + 1):
+                sums[k] += weight * t.real
+                t *= w
+        yield nodes, [x / nodes for x in sums]
+        nodes *= 2
 
 
 def contour_moments(cauchy, k, dps, radius, name="the law"):
@@ -40,38 +78,11 @@ def contour_moments(cauchy, k, dps, radius, name="the law"):
     # the sum loses about k log10(2) digits against the moments (terms of size R^k, moments of size r^k)
     work = dps + guard_digits(dps) + math.ceil(k * math.log10(2)) + 2
     ctx = context(work)
-    R = ctx.mpf(2) * ctx.mpf(radius)
-    solved = {}
-
-    def value(j, nodes):
-        # node j of the trapezoidal rule with `nodes` nodes, theta = 2 pi j / nodes: shared by the finer rules
-        g = math.gcd(j, nodes)
-        key = (j // g, nodes // g)
-        if key not in solved:
-            z = R * ctx.expjpi(ctx.mpf(2 * j) / nodes)
-            if j == 0 or 2 * j == nodes:
-                z = ctx.mpc(z.real, 0)  # the two real nodes, outside the support
-            solved[key] = (z, ctx.mpc(cauchy(z, work)))
-        return solved[key]
-
-    def rule(nodes):
-        sums = [ctx.mpf(0)] * k
-        for j in range(nodes // 2 + 1):  # the upper half; the lower half is its conjugate
-            z, g = value(j, nodes)
-            weight = 1 if j == 0 or 2 * j == nodes else 2
-            w = z * g
-            for m in range(k):
-                w *= z
-                sums[m] += weight * w.real
-        return [s / nodes for s in sums]
-
-    nodes = 32
-    previous = rule(nodes)
-    while nodes < MAX_NODES:
-        nodes *= 2
-        current = rule(nodes)
-        tol = ctx.mpf(10) ** (-dps)
-        if all(abs(a - b) <= tol * max(1, abs(b)) for a, b in zip(previous, current)):
+    tol = ctx.mpf(10) ** (-dps)
+    previous = None
+    for _, rule in circle_rules(cauchy, 0, 2 * ctx.mpf(radius), k, work):
+        current = rule[1:]
+        if previous is not None and all(abs(a - b) <= tol * max(1, abs(b)) for a, b in zip(previous, current)):
             # a moment below 10^-dps is 0 to the digits asked for (odd moments of a symmetric law)
             return [ctx.mpf(0) if abs(m) <= tol else m for m in current]
         previous = current
