@@ -37,6 +37,7 @@ from .solve.contour import contour_moments
 from .solve.edges import atom_at, hard_edge_at, support_by_density, support_by_folds
 from .solve.newton import solve_fast, solve_point
 from .solve.numeric import NumericSystems
+from .solve.poles import complete_atoms
 from .solve.series import series_coefficients, series_moments, system_domain
 from .units import InUnits, divided_expression, unit_for
 
@@ -646,10 +647,11 @@ class SpectralLaw:
         they can be had (the norm bound of an inverse, ``1/gap``, can be far larger, and points far out
         are harder to start), else :attr:`scale`."""
         try:
-            edges = [abs(float(e)) for iv in self.support() for e in iv]
+            # atoms() also checks that the support and the atoms carry mass one: a piece the scan missed fails it
+            edges = [abs(float(e)) for iv in self.support() for e in iv] + [abs(float(x)) for x, _ in self.atoms()]
         except ConvergenceError:
             return self.scale
-        return max(edges + [abs(float(x)) for x, _ in self.atoms()]) * (1 + 1e-6)
+        return max(edges) * (1 + 1e-6)
 
     def _moments_float(self, k):
         try:
@@ -906,23 +908,29 @@ class SpectralLaw:
         key = ("support-fast", grid, rel)
         return list(self._cache.get(key, lambda: support_by_density(self.density_fast, self.law, grid, rel, self.name)))
 
-    def atoms(self, dps=None, candidates=(0,), method=None):
+    def atoms(self, dps=None, candidates=None, method=None):
         """Atoms ``[(x, mass), ...]`` with masses to ``dps`` digits (default 15).
 
-        ``method="dyson"``: at each of ``candidates`` (default 0), the mass
+        ``method="dyson"``: at each of ``candidates``, the mass
         ``lim iy G(x0 + iy)``, kept when above ``10^-dps``. At 0 it is settled
         between the lower bound the ranks of the expression give
         (:meth:`atom_lower_bound`) and the upper bounds ``Re(iy G(iy))`` of the
         Dyson solution on the imaginary axis (:func:`~freeprob.solve.edges.atom_at`):
         when they agree to the digits asked for, the mass is the exact bound.
+        By default (``candidates=None``) every atom: the one at 0, and those
+        in the gaps of the :meth:`support`, found when the support's continuous
+        mass and the atom at 0 do not add up to 1 (as poles of ``G`` on the
+        real axis, measured on circles around them:
+        :func:`~freeprob.solve.poles.complete_atoms`); a mass that still does
+        not add up raises :class:`ConvergenceError`.
         ``method="polynomial"``: every pole of the branch of :meth:`polynomial`,
         location and mass exact. By default the Dyson route, and the
         polynomial route when the Dyson route cannot verify a mass and
         elimination finishes within 30 seconds.
         """
         dps = _dps_or_default(dps)
-        if isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__iter__"):
-            raise DomainError(f"candidates must be a sequence of points (default (0,)), got {candidates!r}")
+        if candidates is not None and (isinstance(candidates, (str, bytes)) or not hasattr(candidates, "__iter__")):
+            raise DomainError(f"candidates must be a sequence of points (default: every atom), got {candidates!r}")
         if self._units:
             self._route(method, auto=True)
             return self._units.atoms(dps, candidates, method)
@@ -932,6 +940,8 @@ class SpectralLaw:
             return [(ctx.mpf(a.x), ctx.mpf(a.mass)) for a in polynomial_atoms(data, dps)]
 
         def dyson():
+            if candidates is None:
+                return self._cache.get(("all-atoms", dps), lambda: self._all_atoms(dps))
             ctx = context(dps + guard_digits(dps))
             out = []
             for x0 in candidates:
@@ -945,6 +955,13 @@ class SpectralLaw:
             return out
 
         return self._closed_or_dyson(method, closed, dyson)
+
+    def _all_atoms(self, dps):
+        """The atom at 0 completed by those in the gaps of the support (:func:`complete_atoms`)."""
+        at_zero = self.atoms(dps, (0,), method="dyson")
+        range_ = (-self.scale, self.scale) if self.law == "eigenvalues" else (0.0, self.scale)
+        return complete_atoms(at_zero, self.support(dps, method="dyson"), range_, dps, self.density_fast,
+                              self.cauchy_fast, lambda z, d: self.cauchy(z, dps=d), self.name)
 
     def cdf_function(self, nodes=2000, atoms=None, grid=2001):
         """The distribution function as a :class:`~freeprob.solve.cdf.DistributionTable` (double precision).

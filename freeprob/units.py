@@ -209,11 +209,11 @@ class InUnits:
         return [(self._up(ctx, ctx.mpf(a)), self._up(ctx, ctx.mpf(b))) for a, b in out]
 
     def atoms(self, dps, candidates, method):
-        """Atoms at ``candidates`` (model units): the masses do not change with units, the locations scale exactly."""
+        """Atoms at ``candidates`` (model units; None: every atom): the masses do not change with units, the locations scale exactly."""
         dps = check_dps(dps)
         ctx = context(dps + guard_digits(dps))
         down = sympy.Integer(2) ** (-self.power)
-        inner = [read_number(x, what="atom candidate") * down for x in candidates]
+        inner = None if candidates is None else [read_number(x, what="atom candidate") * down for x in candidates]
         out = self.inner.atoms(dps=dps, candidates=inner, method=method)
         return [(self._up(ctx, ctx.mpf(x)), m) for x, m in out]
 

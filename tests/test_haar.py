@@ -7,9 +7,10 @@ Gaussian matrix and an inverse. Closed forms: ``A + O B O^T`` with ``A`` and
 density ``1/(pi sqrt(4 - x^2))`` and moments ``binomial(2j, j)``; with
 ``B = {0: 3/4, 2: 1/4}`` it is the free convolution of two Bernoulli laws,
 computed here by the scalar route (R-transforms); it has atoms of mass
-``1/2 + 3/4 - 1 = 1/4`` at ``-1`` and ``1``, which the atom search (at 0 by
-default) does not look for yet, so the distribution table of this law is
-refused (its mass check finds 1/2).
+``1/2 + 3/4 - 1 = 1/4`` at ``-1`` and ``1`` (Bercovici-Voiculescu: an atom
+at ``a + b`` of mass ``mu({a}) + nu({b}) - 1`` wherever that is positive),
+which the atom search finds in the gaps of the support once the continuous
+mass comes out 1/2 short.
 """
 
 import mpmath
@@ -59,6 +60,24 @@ def test_free_convolution_of_two_bernoulli_laws():
     assert all(_close(m, e, 15) for m, e in zip(law.moments(4), ref.moments(4)))
 
 
+@pytest.mark.slow
+def test_atoms_away_from_zero():
+    """The atoms of the free convolution of two Bernoulli laws (about 25 s: the support scan of this Haar pencil
+    and two circles of verified solves), against Bercovici-Voiculescu's rule; the distribution table's mass
+    check then passes."""
+    a = {1: sympy.Rational(1, 2), -1: sympy.Rational(1, 2)}
+    b = {2: sympy.Rational(1, 4), 0: sympy.Rational(3, 4)}
+    B = fp.deterministic("B", (n, n), spectrum={k: str(v) for k, v in b.items()})
+    law = fp.eigenvalue_law(A + O.T @ B @ O, ratios={n: 1})
+    expected = sorted((x + y, u + v - 1) for x, u in a.items() for y, v in b.items() if u + v > 1)
+    found = law.atoms(dps=DPS)
+    assert len(found) == len(expected) == 2
+    for (x, m), (ex, em) in zip(found, expected):
+        assert _close(x, ex) and _close(m, em)
+    table = law.cdf_function()
+    assert abs(table.mass_ac - 0.5) < 1e-6
+
+
 def test_refusals():
     B = fp.deterministic("B", (n, n), spectrum={1: "1/2", -1: "1/2"})
     C = fp.deterministic("C", (n, n), spectrum={1: "1/3", 2: "1/3", 3: "1/3"})
@@ -83,6 +102,17 @@ def test_moments_of_a_small_far_rotated_piece(w, a):
     law = fp.eigenvalue_law(fp.wigner("W", n) / sympy.sqrt(n) + O @ D @ O.T, ratios={n: 1})
     m1, m2 = law.moments(2)
     assert _close(m1, a * w, 15) and _close(m2, 1 + a * a * w, 15)
+
+
+def test_a_far_piece_the_scan_misses_is_refused():
+    """At w = 1/1000 the piece around 20 (mass 1/1000) breaks no moment bound and the scan misses it: the atoms'
+    mass check finds the support 1/1000 short, and the circle around the pole-like rise of G there encloses mass
+    that is not at one point. The law is refused, not returned without the piece (known limit: the piece is not
+    rescanned yet)."""
+    D = fp.deterministic("D", (n, n), spectrum={0: "999/1000", 20: "1/1000"})
+    law = fp.eigenvalue_law(fp.wigner("W", n) / sympy.sqrt(n) + O @ D @ O.T, ratios={n: 1})
+    with pytest.raises(fp.ConvergenceError, match="piece of support the scan missed"):
+        law.atoms()
 
 
 def test_far_piece_found_when_the_moments_exceed_the_support():

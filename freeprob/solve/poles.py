@@ -1,0 +1,229 @@
+"""Atoms away from the points asked about: poles of the Cauchy transform in the gaps of the support.
+
+On the real axis outside the support, ``G(x) = int dmu(t)/(x - t)`` is real and
+strictly decreasing (``G'(x) = -int dmu(t)/(x - t)^2``), except at an atom ``a``
+of mass ``m``, where it jumps from ``-inf`` to ``+inf`` (``G ~ m/(x - a)``).
+So a cell of a real grid in a gap over which ``G`` increases, or where it
+cannot be verified, holds an atom, or a piece of support the scan missed
+(then ``G`` has an imaginary part there). :func:`pole_cells` finds such cells
+in double precision; a cell is narrowed until a circle around it keeps a
+third of its distance from every other known singularity.
+
+:func:`atom_on_circle` measures what the circle ``|z - c| = r`` encloses, from
+``I_k = (1/2 pi i) \\oint (z - c)^k G(z) dz`` (:func:`~freeprob.solve.contour.circle_rules`):
+the mass ``I_0``, the location ``c + I_1/I_0``, and ``I_0 I_2 - I_1^2``, the
+mass times the variance of what lies inside, which vanishes exactly when that
+is one point (Cauchy-Schwarz): a piece of support inside the circle is refused,
+never reported as an atom. ``G`` is analytic on the annulus out to the next
+singularity, three radii away, so the trapezoidal rule's error falls like
+``3^-nodes``.
+"""
+
+import math
+
+import numpy as np
+
+from .._errors import ConvergenceError
+from .._precision import context, guard_digits
+from .cdf import continuous_mass
+from .contour import circle_rules
+
+__all__ = ["atom_on_circle", "complete_atoms", "pole_cells"]
+
+#: Points of the double-precision grid in each gap (cosine-spaced, denser next to the edges).
+GAP_POINTS = 200
+
+#: Points of the finer grid a suspicious cell is cut into, and how many times it is cut at most.
+CUT_POINTS = 16
+MAX_CUTS = 8
+
+#: A circle keeps ``1/SEPARATION`` of its center's distance to the nearest other singularity.
+SEPARATION = 3.0
+
+
+def _suspicious(xs, g):
+    """Cells ``(x0, x1)`` between consecutive verified points of the grid ``xs`` over which ``Re G``
+    increases: they may hold a pole, or a narrow piece of support the scan missed (across which ``Re G``
+    rises as well; :func:`atom_on_circle` tells the two apart).
+
+    Points the double-precision solve could not verify are bridged, not taken as poles: a pole among them
+    still shows as an increase between the verified points on either side. Fewer than two verified points
+    make the whole grid one cell.
+    """
+    ok = np.nonzero(np.isfinite(g))[0]
+    if len(ok) < 2:
+        return [(xs[0], xs[-1])]
+    up = g.real[ok][1:] > g.real[ok][:-1]
+    return [(xs[ok[i]], xs[ok[i + 1]]) for i in np.nonzero(up)[0]]
+
+
+def _merge(cells):
+    """Adjacent cells joined (a pole on a grid point marks the cells on both sides)."""
+    out = []
+    for a, b in sorted(cells):
+        if out and a <= out[-1][1]:
+            out[-1] = (out[-1][0], max(b, out[-1][1]))
+        else:
+            out.append((a, b))
+    return out
+
+
+def pole_cells(cauchy_fast, gaps, singular, points=GAP_POINTS):
+    """Cells ``(x0, x1)`` in the ``gaps`` that hold a pole of ``G`` or a missed piece of support.
+
+    Parameters
+    ----------
+    cauchy_fast : callable
+        Vectorized double-precision ``G`` at real points (``G(x + i0)``; NaN where not verified).
+    gaps : list of (float, float)
+        Open intervals without known support or atoms (between support intervals, and out to the range).
+    singular : list of float
+        The known singular points (support edges, atoms): each cell returned is narrow enough that a circle
+        around it of radius its width keeps :data:`SEPARATION` times that from all of them and from the
+        other cells.
+
+    Returns
+    -------
+    list of (float, float)
+    """
+    found = []
+    for a, b in gaps:
+        if not b > a:
+            continue
+        t = np.arange(1, points) * np.pi / points
+        xs = a + (b - a) * (1 - np.cos(t)) / 2
+        found.extend(_narrow(cauchy_fast, xs, singular))
+    return _merge(found)
+
+
+#: Height above the axis of the grid's points, in units of its smallest spacing.
+LIFT = 1e-3
+
+
+def _narrow(cauchy_fast, xs, singular, depth=0):
+    """The suspicious cells of the grid ``xs``, each cut into :data:`CUT_POINTS` until it is narrow enough.
+
+    ``G`` is evaluated at ``x + i y`` with ``y`` :data:`LIFT` times the grid's smallest spacing: off the
+    axis the double-precision solve needs no retries where the linearization is singular on the axis, and a
+    pole ``m/(x - a)`` still shows as an increase of ``Re G`` across it.
+    """
+    y = LIFT * float(np.min(np.diff(xs)))
+    g = cauchy_fast(xs + 1j * y)
+    out = []
+    for a, b in _merge(_suspicious(xs, g)):
+        c, h = (a + b) / 2, b - a
+        d = min([abs(c - s) for s in singular] + [math.inf])
+        if SEPARATION * 2 * h <= d or depth >= MAX_CUTS or h <= 1e-13 * max(1.0, abs(c)):
+            out.append((a, b))
+        else:
+            out.extend(_narrow(cauchy_fast, np.linspace(a, b, CUT_POINTS + 1), singular, depth + 1))
+    return out
+
+
+def atom_on_circle(cauchy, center, radius, dps, what="the law"):
+    """``(location, mass)`` (mpf) of the atom inside ``|z - center| = radius``, or None when it encloses no mass.
+
+    ``cauchy(z, dps)`` returns ``G(z)`` correct to ``dps`` digits; the circle must keep :data:`SEPARATION`
+    times its radius from any other singularity of ``G``. The rules with ``N`` and ``2N`` nodes must agree to
+    ``10^-(dps + 3)`` (of ``radius^k`` for ``I_k``); the location is then correct to ``10^-(dps + 3) radius /
+    mass``, which must be below ``10^-dps max(1, |location|)``.
+
+    Raises
+    ------
+    ConvergenceError
+        When the rules do not settle, when what the circle encloses is not one point (``I_0 I_2 - I_1^2`` is
+        not 0: a piece of support), or when the location is not settled to ``dps`` digits.
+    """
+    work = dps + guard_digits(dps) + 3
+    ctx = context(work)
+    r = ctx.mpf(radius)
+    tol = ctx.mpf(10) ** (-(dps + 3))
+    previous = None
+    for nodes, rule in circle_rules(cauchy, center, radius, 2, work, first=16):
+        if previous is not None and all(abs(a - b) <= tol * r ** k for k, (a, b) in enumerate(zip(previous, rule))):
+            break
+        previous = rule
+    else:
+        raise ConvergenceError(f"the mass of {what} inside |z - {center:.17g}| = {float(radius):.3g} did not settle "
+                               f"with {nodes} nodes", point=center, dps=dps)
+    i0, i1, i2 = rule
+    if abs(i0) <= ctx.mpf(10) ** (-dps):
+        return None
+    spread = i0 * i2 - i1 * i1  # mass^2 times the variance of what lies inside the circle
+    if abs(spread) > 4 * tol * r * r:
+        raise ConvergenceError(
+            f"{what} has mass {ctx.nstr(i0, 8)} near x = {center:.10g}, but not at one point (mass times variance "
+            f"{ctx.nstr(spread, 3)} inside |z - {center:.10g}| = {float(radius):.3g}): a piece of support the scan "
+            f"missed", point=center, dps=dps)
+    location = ctx.mpf(center) + i1 / i0
+    if tol * r / i0 > ctx.mpf(10) ** (-dps) * max(1, abs(location)):
+        raise ConvergenceError(
+            f"the atom of {what} of mass {ctx.nstr(i0, 8)} near x = {ctx.nstr(location, 12)} is too light for its "
+            f"location to {dps} digits from a circle of radius {float(radius):.3g}", point=center, dps=dps)
+    return location, i0
+
+
+#: The mass check's tolerance beyond the quadrature's error estimate: missing mass above this is found.
+MASS_TOL = 1e-6
+
+
+def _missing(density_fast, intervals, atoms, hard):
+    """``(total, error)`` when the continuous mass on ``intervals`` plus the ``atoms`` is not 1, else None."""
+    mass, err = continuous_mass(density_fast, intervals, hard)
+    total = mass + sum(float(m) for _, m in atoms)
+    return None if abs(total - 1) <= MASS_TOL + err else (total, err)
+
+
+def _gaps(intervals, range_):
+    """The open intervals of ``range_`` outside the support ``intervals`` (sorted)."""
+    lo, hi = range_
+    out, left = [], lo
+    for a, b in sorted(intervals):
+        out.append((left, a))
+        left = max(left, b)
+    out.append((left, hi))
+    return [(a, b) for a, b in out if b > a]
+
+
+def complete_atoms(known, intervals, range_, dps, density_fast, cauchy_fast, cauchy, what="the law"):
+    """Every atom: ``known`` (mpf pairs, settled at the points asked about) and those in the gaps of the support.
+
+    The continuous mass on the support ``intervals`` (double precision,
+    :func:`~freeprob.solve.cdf.continuous_mass`) plus the atoms must be 1 to
+    :data:`MASS_TOL` plus the quadrature's error estimate. When it is not,
+    the poles of ``G`` in the gaps of ``range_`` (:func:`pole_cells`) are
+    measured on circles (:func:`atom_on_circle`) and the check is made again.
+
+    Raises
+    ------
+    ConvergenceError
+        With the masses, when the check fails after the search (an atom or a
+        piece of support was not found).
+    """
+    intervals = sorted((float(a), float(b)) for a, b in intervals)
+    hard = [0.0] if any(0.0 in iv for iv in intervals) else []
+    first = _missing(density_fast, intervals, known, hard)
+    if first is None:
+        return list(known)
+    singular = sorted({e for iv in intervals for e in iv} | {float(x) for x, _ in known} | set(range_))
+    cells = pole_cells(cauchy_fast, _gaps(intervals, range_), singular)
+    found = list(known)
+    for i, (a, b) in enumerate(cells):
+        c = (a + b) / 2
+        others = singular + [e for j, cell in enumerate(cells) if j != i for e in cell]
+        radius = min(abs(c - s) for s in others) / SEPARATION
+        if not radius >= b - a:
+            raise ConvergenceError(f"{what}: a pole of G near x = {c:.10g} could not be separated from the support "
+                                   f"and the other atoms", point=c, dps=dps)
+        atom = atom_on_circle(cauchy, c, radius, dps, what)
+        if atom is not None:
+            found.append(atom)
+    found.sort(key=lambda xm: xm[0])
+    last = _missing(density_fast, intervals, found, hard)
+    if last is not None:
+        total, err = last
+        raise ConvergenceError(
+            f"the mass of {what} is {total:.9f}, not 1 (quadrature error {err:.1e}; first {first[0]:.9f} with the "
+            f"atoms at the points asked about, then {len(found) - len(known)} atom(s) found in the gaps of the "
+            f"support): an atom or a piece of support was not found", dps=dps)
+    return found
