@@ -53,6 +53,16 @@ def test_a_piece_of_support_is_not_an_atom():
         atom_on_circle(narrow, 3.5, 0.4, 15)
 
 
+def test_a_negative_mass_is_refused():
+    """A transform with a pole of negative residue is no law's: the circle refuses it instead of returning it."""
+    def flipped(z, dps):
+        with mpmath.workdps(dps + 10):
+            return _cauchy(z, dps) - 2 * (1 - W) / (mpmath.mpc(z) - ATOM)
+
+    with pytest.raises(fp.ConvergenceError, match="negative"):
+        atom_on_circle(flipped, 3.5, 0.4, 15)
+
+
 def test_no_mass_inside():
     assert atom_on_circle(_cauchy, 5.0, 0.5, 15) is None
 

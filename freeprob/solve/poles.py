@@ -3,11 +3,10 @@
 On the real axis outside the support, ``G(x) = int dmu(t)/(x - t)`` is real and
 strictly decreasing (``G'(x) = -int dmu(t)/(x - t)^2``), except at an atom ``a``
 of mass ``m``, where it jumps from ``-inf`` to ``+inf`` (``G ~ m/(x - a)``).
-So a cell of a real grid in a gap over which ``G`` increases, or where it
-cannot be verified, holds an atom, or a piece of support the scan missed
-(then ``G`` has an imaginary part there). :func:`pole_cells` finds such cells
-in double precision; a cell is narrowed until a circle around it keeps a
-third of its distance from every other known singularity.
+So a cell of a grid in a gap over which ``Re G`` increases holds an atom, or
+a narrow piece of support the scan missed (across which ``Re G`` rises too).
+:func:`pole_cells` finds such cells in double precision; a cell is narrowed
+until a circle around it keeps three radii from every known edge and atom.
 
 :func:`atom_on_circle` measures what the circle ``|z - c| = r`` encloses, from
 ``I_k = (1/2 pi i) \\oint (z - c)^k G(z) dz`` (:func:`~freeprob.solve.contour.circle_rules`):
@@ -74,13 +73,13 @@ def pole_cells(cauchy_fast, gaps, singular, points=GAP_POINTS):
     Parameters
     ----------
     cauchy_fast : callable
-        Vectorized double-precision ``G`` at real points (``G(x + i0)``; NaN where not verified).
+        Vectorized double-precision ``G`` at points of the upper half-plane (NaN where not verified).
     gaps : list of (float, float)
         Open intervals without known support or atoms (between support intervals, and out to the range).
     singular : list of float
-        The known singular points (support edges, atoms): each cell returned is narrow enough that a circle
-        around it of radius its width keeps :data:`SEPARATION` times that from all of them and from the
-        other cells.
+        The points a circle around a cell must keep away from (support edges, atoms, the ends of the
+        range): each cell is cut (at most :data:`MAX_CUTS` times) until its distance from them is at least
+        ``2 SEPARATION`` times its width.
 
     Returns
     -------
@@ -149,6 +148,9 @@ def atom_on_circle(cauchy, center, radius, dps, what="the law"):
     i0, i1, i2 = rule
     if abs(i0) <= ctx.mpf(10) ** (-dps):
         return None
+    if i0 < 0:  # the mass of a law inside a circle is never negative: G is not what it claims to be there
+        raise ConvergenceError(f"the mass of {what} inside |z - {center:.10g}| = {float(radius):.3g} came out "
+                               f"negative ({ctx.nstr(i0, 8)})", point=center, dps=dps)
     spread = i0 * i2 - i1 * i1  # mass^2 times the variance of what lies inside the circle
     if abs(spread) > 4 * tol * r * r:
         raise ConvergenceError(
@@ -167,11 +169,9 @@ def atom_on_circle(cauchy, center, radius, dps, what="the law"):
 MASS_TOL = 1e-6
 
 
-def _missing(density_fast, intervals, atoms, hard):
-    """``(total, error)`` when the continuous mass on ``intervals`` plus the ``atoms`` is not 1, else None."""
-    mass, err = continuous_mass(density_fast, intervals, hard)
-    total = mass + sum(float(m) for _, m in atoms)
-    return None if abs(total - 1) <= MASS_TOL + err else (total, err)
+def _adds_up(continuous, err, atoms):
+    """Whether the ``continuous`` mass (error estimate ``err``) and the ``atoms`` make 1 to :data:`MASS_TOL`."""
+    return abs(continuous + sum(float(m) for _, m in atoms) - 1) <= MASS_TOL + err
 
 
 def _gaps(intervals, range_):
@@ -202,9 +202,10 @@ def complete_atoms(known, intervals, range_, dps, density_fast, cauchy_fast, cau
     """
     intervals = sorted((float(a), float(b)) for a, b in intervals)
     hard = [0.0] if any(0.0 in iv for iv in intervals) else []
-    first = _missing(density_fast, intervals, known, hard)
-    if first is None:
+    continuous, err = continuous_mass(density_fast, intervals, hard)
+    if _adds_up(continuous, err, known):
         return list(known)
+    # the ends of the range are not singular, but the search stops there: circles keep away from them too
     singular = sorted({e for iv in intervals for e in iv} | {float(x) for x, _ in known} | set(range_))
     cells = pole_cells(cauchy_fast, _gaps(intervals, range_), singular)
     found = list(known)
@@ -219,11 +220,10 @@ def complete_atoms(known, intervals, range_, dps, density_fast, cauchy_fast, cau
         if atom is not None:
             found.append(atom)
     found.sort(key=lambda xm: xm[0])
-    last = _missing(density_fast, intervals, found, hard)
-    if last is not None:
-        total, err = last
+    if not _adds_up(continuous, err, found):
+        atoms = sum(float(m) for _, m in found)
         raise ConvergenceError(
-            f"the mass of {what} is {total:.9f}, not 1 (quadrature error {err:.1e}; first {first[0]:.9f} with the "
-            f"atoms at the points asked about, then {len(found) - len(known)} atom(s) found in the gaps of the "
+            f"the mass of {what} is {continuous + atoms:.9f}, not 1 (continuous part {continuous:.9f}, quadrature "
+            f"error {err:.1e}; atoms {atoms:.9f}, of which {len(found) - len(known)} found in the gaps of the "
             f"support): an atom or a piece of support was not found", dps=dps)
     return found
