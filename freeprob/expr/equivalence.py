@@ -131,18 +131,66 @@ def _without_closed_form(g, x):
     return any(isinstance(node, _NO_CLOSED_FORM) and x in node.free_symbols for node in sympy.preorder_traversal(g))
 
 
+def _gaussian_moment(k):
+    """``E xi^k`` for ``xi ~ N(0, 1)``: 0 for odd ``k``, ``(k - 1)!!`` for even ``k``."""
+    return sympy.Integer(0) if k % 2 else sympy.factorial2(k - 1)
+
+
+def _polynomial_times_exponential(g, x):
+    """``E g(xi)`` when ``g`` is a sum of terms ``c x^k exp(a x + b)`` (``a``, ``b``, ``c`` free of ``x``), else None.
+
+    Completing the square, ``E[xi^k e^(a xi)] = e^(a^2/2) E[(xi + a)^k]``
+    (the moment generating function shifts the Gaussian's mean to ``a``),
+    and the shifted moments expand binomially: an exact closed form at once,
+    where :func:`sympy.integrate` takes a Meijer-G detour of about 0.1-0.2 s
+    per integrand (the softmax coefficients ``E e^(s xi)``, ``E xi e^(s xi)``
+    and ``E e^(2 s xi)``).
+    """
+    total = sympy.Integer(0)
+    for term in sympy.Add.make_args(sympy.expand(g)):
+        power, exponent, rest = 0, sympy.Integer(0), []
+        for factor in sympy.Mul.make_args(term):
+            if x not in factor.free_symbols:
+                rest.append(factor)
+            elif factor == x:
+                power += 1
+            elif factor.is_Pow and factor.base == x and factor.exp.is_Integer and factor.exp > 0:
+                power += int(factor.exp)
+            elif isinstance(factor, sympy.exp):
+                exponent += factor.args[0]
+            elif factor.is_Pow and isinstance(factor.base, sympy.exp) and factor.exp.is_Integer:
+                exponent += factor.exp * factor.base.args[0]
+            else:
+                return None
+        try:
+            linear = sympy.Poly(sympy.expand(exponent), x)
+        except sympy.PolynomialError:
+            return None
+        if linear.degree() > 1:
+            return None
+        a, b = linear.coeff_monomial(x), linear.coeff_monomial(1)
+        shifted = sum(sympy.binomial(power, j) * a ** (power - j) * _gaussian_moment(j) for j in range(power + 1))
+        total += sympy.Mul(*rest) * sympy.exp(a ** 2 / 2 + b) * shifted
+    return total
+
+
 @lru_cache(maxsize=256)
 def _integrate_gaussian(g, x, budget):
     """``E g(xi)`` in closed form, or None; ``x`` is a real symbol, ``budget`` seconds or None.
 
-    Tries, in order: parity (an odd integrand has mean 0), then
-    :func:`sympy.integrate` with ``conds='none'`` within the budget, then a
-    simplification of the result with what is left of the budget.
+    Tries, in order: parity (an odd integrand has mean 0), a polynomial times
+    the exponential of a linear function (:func:`_polynomial_times_exponential`,
+    exact by completing the square), then :func:`sympy.integrate` with
+    ``conds='none'`` within the budget, then a simplification of the result
+    with what is left of the budget.
     """
     if g.subs(x, -x) + g == 0 or sympy.expand(g.subs(x, -x) + g) == 0:
         return sympy.Integer(0)
     if _without_closed_form(g, x):
         return None
+    direct = _polynomial_times_exponential(g, x)
+    if direct is not None:
+        return sympy.factor_terms(direct)
     start = time.monotonic()
     weight = sympy.exp(-x**2 / 2) / sympy.sqrt(2 * sympy.pi)
     try:
