@@ -187,16 +187,13 @@ def _edge_mass(density, e, cut):
     return mass, abs(mass - mass2)
 
 
-def _interval_mass(density, a0, b0, hard_left, hard_right, nodes):
-    """``(xb, cum, err, fit_err)`` of one support interval ``[a0, b0]``: cell boundaries, the cumulative mass
-    at them (midpoint rule on ``nodes`` cells in the variable of :func:`_map`), the error estimate (against
-    ``nodes // 2`` cells, plus ``fit_err``, that of the power-law fits next to hard ends, which more nodes
-    do not change)."""
+def _hard_ends(density, a0, b0, hard_left, hard_right):
+    """``(a, b, end_mass, fit_err)``: the interval ``[a0, b0]`` without its slivers next to hard ends (within
+    :data:`HARD_CUT` of the width the double-precision density cannot be verified), the masses of those
+    slivers from the power law ``c |x - e|^-gamma`` fitted beyond them (:func:`_edge_mass`), and the fits'
+    error estimate."""
     a, b = a0, b0
     fit_err = 0.0
-    # within HARD_CUT of the width from a hard edge the double-precision
-    # density cannot be verified: that sliver's mass comes from the power law
-    # c |x - e|^-gamma fitted on three points beyond it
     cut = HARD_CUT * (b - a)
     end_mass = [0.0, 0.0]
     if hard_left:
@@ -207,21 +204,35 @@ def _interval_mass(density, a0, b0, hard_left, hard_right, nodes):
         end_mass[1], e_err = _edge_mass(density, b, -cut)
         fit_err += e_err
         b = b - cut
+    return a, b, end_mass, fit_err
+
+
+def _positive_density(density, x, a, b):
+    """The density at ``x`` (inside ``[a, b]``), each point that is not positive solved again on its own path:
+    inside a support interval the density is positive, and a zero is a solve that ended on a real (wrong)
+    branch next to a hard edge. An unverified point raises :class:`ConvergenceError`."""
+    d = density(x)
+    again = np.nonzero(~(d > 0))[0]
+    if len(again):
+        d[again] = np.concatenate([density(x[again[k:k + 100]]) for k in range(0, len(again), 100)])
+    if np.isnan(d).any():
+        raise ConvergenceError(f"the density could not be verified at {np.sum(np.isnan(d))} points of [{a}, {b}]")
+    return d
+
+
+def _interval_mass(density, a0, b0, hard_left, hard_right, nodes):
+    """``(xb, cum, err, fit_err)`` of one support interval ``[a0, b0]``: cell boundaries, the cumulative mass
+    at them (midpoint rule on ``nodes`` cells in the variable of :func:`_map`), the error estimate (against
+    ``nodes // 2`` cells, plus ``fit_err``, that of the power-law fits next to hard ends, which more nodes
+    do not change)."""
+    a, b, end_mass, fit_err = _hard_ends(density, a0, b0, hard_left, hard_right)
     cums = []
     for m in (nodes // 2, nodes):
         t = (np.arange(m) + 0.5) * np.pi / m
         sv, ds = _map(t, hard_left, hard_right)
         x = a + (b - a) * sv
         w = (b - a) * ds * (np.pi / m)
-        d = density(x)
-        # inside a support interval the density is positive: a zero is a solve
-        # that ended on a real (wrong) branch next to a hard edge; such points
-        # are solved again on their own (each with its own path)
-        again = np.nonzero(~(d > 0))[0]
-        if len(again):
-            d[again] = np.concatenate([density(x[again[k:k + 100]]) for k in range(0, len(again), 100)])
-        if np.isnan(d).any():
-            raise ConvergenceError(f"the density could not be verified at {np.sum(np.isnan(d))} points of [{a}, {b}]")
+        d = _positive_density(density, x, a, b)
         cums.append(np.concatenate([[0.0], np.cumsum(d * w)]))
     tb = np.arange(nodes + 1) * np.pi / nodes
     xb = a + (b - a) * _map(tb, hard_left, hard_right)[0]
@@ -270,28 +281,84 @@ def tabulate(density, intervals, atoms, nodes=2000, mass_tol=1e-6, hard=()):
     return DistributionTable(list(intervals), list(atoms), pieces, total - sum(m for _, m in atoms), err)
 
 
-#: Quadrature error at which :func:`continuous_mass` stops doubling its nodes, and its largest node count.
+#: Quadrature error at which :func:`continuous_mass` stops refining, and the most density values it spends on
+#: one support interval.
 MASS_QUAD_TOL = 1e-6
-MASS_MAX_NODES = 1024
+MASS_MAX_POINTS = 4096
+#: Panels of the map's variable ``t`` in ``[0, pi]`` that :func:`continuous_mass` starts from.
+MASS_FIRST_PANELS = 8
+
+# The 15-point Gauss-Kronrod rule on [-1, 1] (QUADPACK's qk15): nodes, Kronrod weights, and the weights of
+# the 7-point Gauss rule on every other node (the odd positions of the full rule below)
+_XK = np.array([0.991455371120812639206854697526329, 0.949107912342758524526189684047851,
+                0.864864423359769072789712788640926, 0.741531185599394439863864773280788,
+                0.586087235467691130294144845693013, 0.405845151377397166906606412076961,
+                0.207784955007898467600689403773245, 0.0])
+_WK = np.array([0.022935322010529224963732008058970, 0.063092092629978553290700663189204,
+                0.104790010322250183839876322541518, 0.140653259715525918745189590510238,
+                0.169004726639267902826583426598550, 0.190350578064785409913256402421014,
+                0.204432940075298892414161999234649, 0.209482141084727828012999174891714])
+_WG = np.array([0.129484966168869693270611432679082, 0.279705391489276667901467771423780,
+                0.381830050505118944950369775488975, 0.417959183673469387755102040816327])
+GK15_NODES = np.concatenate([-_XK[:-1], _XK[::-1]])
+GK15_KRONROD = np.concatenate([_WK[:-1], _WK[::-1]])
+GK15_GAUSS = np.zeros(15)
+GK15_GAUSS[1::2] = np.concatenate([_WG[:-1], _WG[::-1]])
 
 
-def continuous_mass(density, intervals, hard=(), nodes=64):
+def _adaptive_mass(integrand, tol, max_points):
+    """``(integral, error, points)`` of ``integrand`` (vectorized) over ``[0, pi]``: adaptive Gauss-Kronrod.
+
+    All panels of a round are evaluated in one call; a panel whose
+    ``|K15 - G7|`` exceeds its share of ``tol`` (proportional to its width)
+    is halved, the others are kept. The sum of ``|K15 - G7|`` over the kept
+    panels is the error estimate (for a smooth integrand a large
+    overestimate: ``K15`` is exact for polynomials of degree 22, ``G7`` of
+    degree 13). Stops when no panel is left or the next round would exceed
+    ``max_points`` evaluations; the panels left then count with their
+    estimates.
+    """
+    edges = np.linspace(0.0, np.pi, MASS_FIRST_PANELS + 1)
+    lo, hi = edges[:-1], edges[1:]
+    total, err, points = 0.0, 0.0, 0
+    while len(lo):
+        half = (hi - lo) / 2
+        t = (lo + hi)[:, None] / 2 + half[:, None] * GK15_NODES[None, :]
+        f = integrand(t.ravel()).reshape(t.shape)
+        points += f.size
+        k = half * (f @ GK15_KRONROD)
+        e = np.abs(k - half * (f @ GK15_GAUSS))
+        done = e <= tol * (hi - lo) / np.pi
+        if points + 2 * 15 * int(np.sum(~done)) > max_points:
+            done[:] = True
+        total += float(np.sum(k[done]))
+        err += float(np.sum(e[done]))
+        mid = (lo + hi) / 2
+        lo, hi = np.concatenate([lo[~done], mid[~done]]), np.concatenate([mid[~done], hi[~done]])
+    return total, err, points
+
+
+def continuous_mass(density, intervals, hard=()):
     """``(mass, error)``: the mass of the density on the support intervals (double precision).
 
-    The rule of :func:`tabulate` per interval, with ``nodes`` doubled (up to
-    :data:`MASS_MAX_NODES`) while the midpoint rule's error estimate exceeds
-    :data:`MASS_QUAD_TOL` (the error of the power-law fits next to hard
-    edges does not shrink with more nodes, and does not ask for them).
+    Per interval, the integral in the variable of :func:`_map` (square-root
+    edges smooth, hard ends as in :func:`tabulate`: slivers from power-law
+    fits), by adaptive Gauss-Kronrod quadrature (:func:`_adaptive_mass`) to
+    :data:`MASS_QUAD_TOL` (at most :data:`MASS_MAX_POINTS` density values
+    per interval). The error is the quadrature's estimate plus that of the
+    power-law fits next to hard edges.
     """
     hard = {float(h) for h in hard}
     mass, err = 0.0, 0.0
-    for a, b in intervals:
-        m = nodes
-        while True:
-            _, cum, e, fit = _interval_mass(density, a, b, float(a) in hard, float(b) in hard, m)
-            if e - fit <= MASS_QUAD_TOL or m >= MASS_MAX_NODES:
-                break
-            m *= 2
-        mass += cum[-1]
-        err += e
+    for a0, b0 in intervals:
+        hard_left, hard_right = float(a0) in hard, float(b0) in hard
+        a, b, end_mass, fit_err = _hard_ends(density, a0, b0, hard_left, hard_right)
+
+        def integrand(t):
+            sv, ds = _map(t, hard_left, hard_right)
+            return _positive_density(density, a + (b - a) * sv, a, b) * (b - a) * ds
+
+        value, e, _ = _adaptive_mass(integrand, MASS_QUAD_TOL, MASS_MAX_POINTS)
+        mass += value + end_mass[0] + end_mass[1]
+        err += e + fit_err
     return mass, err
