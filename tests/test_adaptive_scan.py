@@ -45,3 +45,34 @@ def test_the_adaptive_scan_finds_the_gap_from_a_coarse_scan(law):
     cell = (xs[-1] - xs[0]) / 255 * (1 + 1e-6)
     assert xs[i1] < GAP[0] < xs[i1 + 1] and xs[i1 + 1] - xs[i1] <= cell
     assert xs[j0 - 1] < GAP[1] < xs[j0] and xs[j0] - xs[j0 - 1] <= cell
+
+
+def test_cells_next_to_an_atom_at_zero_become_smooth_in_one_round():
+    """``G = m/x + c`` (an atom at 0) on geometric points 1.47 apart in ratio, as the first pass puts next
+    to 0: the windows are not smooth; cut into the pieces :func:`_pieces_to_smooth` asks for (geometric
+    cuts, :func:`_cut_cell`), every window is smooth after one round. Cuts in four (the rule before) left
+    windows above the tolerance."""
+    def g(x):
+        return 0.5 / x + 0.1 - 0.01j
+
+    xs = np.geomspace(1e-5, 1e-1, 25)
+    pos = np.ones(len(xs), bool)
+    assert edges._cells_to_cut(xs, g(xs), pos).all()
+    pieces = edges._pieces_to_smooth(xs, g(xs), pos)
+    assert (pieces > 4).all() and (pieces <= edges.MAX_PIECES).all()
+
+    def refined(counts):
+        new = np.concatenate([edges._cut_cell(xs[i], xs[i + 1], counts[i]) for i in range(len(xs) - 1)])
+        return np.sort(np.concatenate([xs, new]))
+
+    once = refined(pieces)
+    assert not edges._cells_to_cut(once, g(once), np.ones(len(once), bool)).any()
+    four = refined(np.full(len(xs) - 1, 4))
+    assert edges._cells_to_cut(four, g(four), np.ones(len(four), bool)).any()
+
+
+def test_cells_are_cut_geometrically_only_on_one_side_of_zero_and_far_from_it_in_ratio():
+    assert np.allclose(edges._cut_cell(1.0, 16.0, 4), [2.0, 4.0, 8.0])
+    assert np.allclose(edges._cut_cell(-16.0, -1.0, 4), [-8.0, -4.0, -2.0])
+    assert np.allclose(edges._cut_cell(-1.0, 3.0, 4), [0.0, 1.0, 2.0])
+    assert np.allclose(edges._cut_cell(10.0, 11.0, 2), [10.5])

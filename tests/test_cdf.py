@@ -20,8 +20,8 @@ def test_the_kronrod_rule_is_exact_for_polynomials_of_degree_22(degree):
 
 
 def test_a_sharp_dip_is_resolved_by_refining_only_around_it():
-    """``1 - 0.99 exp(-((t - 1) / w)^2)`` on ``[0, pi]``, ``w = 0.03`` (about the spacing of the first
-    panels' nodes, so that they see it): the integral ``pi - 0.99 w sqrt(pi)`` (erf tails below 1e-300)
+    """``1 - 0.99 exp(-((t - 1) / w)^2)`` on ``[0, pi]``, ``w = 0.03`` (about the node spacing of the
+    first panels, 0.05, so that they see it): the integral ``pi - 0.99 w sqrt(pi)`` (erf tails below 1e-300)
     within the error estimate, which is below the tolerance, with fewer points than a uniform rule of the
     same accuracy. (A dip far narrower than the first nodes' spacing can be missed; the mass check that
     uses this rule then refuses the law, it does not pass a wrong one.)"""

@@ -286,7 +286,7 @@ def tabulate(density, intervals, atoms, nodes=2000, mass_tol=1e-6, hard=()):
 MASS_QUAD_TOL = 1e-6
 MASS_MAX_POINTS = 4096
 #: Panels of the map's variable ``t`` in ``[0, pi]`` that :func:`continuous_mass` starts from.
-MASS_FIRST_PANELS = 8
+MASS_FIRST_PANELS = 4
 
 # The 15-point Gauss-Kronrod rule on [-1, 1] (QUADPACK's qk15): nodes, Kronrod weights, and the weights of
 # the 7-point Gauss rule on every other node (the odd positions of the full rule below)

@@ -1250,7 +1250,7 @@ def _grows_to_zero(xs, d, end, out, inner, kind, long_enough, density=None, thr=
 #: A window of five consecutive scan points is smooth when the fourth divided difference of ``G`` over it,
 #: times the window's width to the fourth power, is at most this fraction of the largest ``|G|`` in it.
 SMOOTH_TOL = 1e-2
-#: Refinement rounds of :func:`adaptive_scan` at most (each cuts the suspect cells in four, or eight).
+#: Refinement rounds of :func:`adaptive_scan` at most (each cuts the suspect cells in four or more pieces).
 MAX_REFINE = 24
 #: A cell inside or outside the support (not holding an edge) whose windows are not smooth is cut down to
 #: this fraction of the scanned range: ``G`` is analytic there unless a gap, a piece or a cusp hides in it,
@@ -1284,7 +1284,9 @@ def adaptive_scan(cauchy, kind, grid, range_, what="the law"):
     (all inside or all outside) and its fourth divided difference of ``G``,
     times the window's width to the fourth power, is at most
     :data:`SMOOTH_TOL` of the largest ``|G|`` in the window. Cells that are not
-    smooth are cut in four (a cell holding an edge in eight): a cell holding
+    smooth are cut in eight when they hold an edge, else in four or in the
+    pieces :func:`_pieces_to_smooth` asks for (geometrically next to 0,
+    :func:`_cut_cell`): a cell holding
     an edge until it is no wider than a cell of a uniform ``grid``-point scan
     of the range (Newton's method on the fold system finishes the edge), any
     other until it is smooth or no wider than :data:`DEEP_WIDTH` of the range
@@ -1343,12 +1345,32 @@ def adaptive_scan(cauchy, kind, grid, range_, what="the law"):
         cut = _cells_to_cut(xs, g, pos) & (width > np.where(edge, min_width, deep_width))
         if not cut.any():
             break
-        pieces = np.where(edge, 8, 4)
-        new = np.concatenate([np.linspace(xs[i], xs[i + 1], pieces[i] + 1)[1:-1] for i in np.nonzero(cut)[0]])
+        pieces = np.where(edge, 8, _pieces_to_smooth(xs, g, pos))
+        new = np.concatenate([_cut_cell(xs[i], xs[i + 1], pieces[i]) for i in np.nonzero(cut)[0]])
         xs, g = _moved_off_unverified(cauchy, *_merge(xs, g, new, cauchy(new)))
         d = _density_of(g, xs, kind)
         pos = np.isfinite(d) & (d > thr)
     return xs, d, thr, pos
+
+
+#: A cell on one side of 0 whose far end is more than this many times as far from 0 as its near end is cut
+#: geometrically (:func:`_cut_cell`).
+GEOMETRIC_CUT = 1.2
+
+
+def _cut_cell(a, b, pieces):
+    """The ``pieces - 1`` points that cut the scan cell ``[a, b]``: equally spaced, or equally spaced in
+    ``log |x|`` when the cell lies on one side of 0 and its far end is more than :data:`GEOMETRIC_CUT` times
+    as far from 0 as its near end.
+
+    0 is where a law's singular points gather (an atom, a hard edge ``x^-gamma``): next to it ``G`` varies
+    on the scale of ``|x|``, and the window test of :func:`adaptive_scan` compares a window's width with
+    that scale. Equal cuts keep the cell nearest 0 as wide, relative to its distance from 0, as before
+    (the window that starts at its near end never becomes smooth, and each round adds points there until
+    :data:`DEEP_WIDTH`); geometric cuts shrink the ratio of its ends to its fourth root per round."""
+    if a * b > 0 and max(abs(a), abs(b)) > GEOMETRIC_CUT * min(abs(a), abs(b)):
+        return np.sign(a) * np.geomspace(abs(a), abs(b), pieces + 1)[1:-1]
+    return np.linspace(a, b, pieces + 1)[1:-1]
 
 
 #: An unverified scan point is moved by these fractions of the distance to its nearest neighbour.
@@ -1384,6 +1406,43 @@ def _merge(xs, g, new, g_new):
     return np.concatenate([xs, new])[order], np.concatenate([g, g_new])[order]
 
 
+#: Most pieces a cell that is not smooth is cut into in one round of :func:`adaptive_scan`.
+MAX_PIECES = 16
+
+
+def _window_smoothness(xs, g, pos):
+    """Per window of five consecutive points: ``q``, its fourth divided difference of ``G`` times its width
+    to the fourth power over its largest ``|G|`` (inf where a value is unverified or the window straddles
+    the support's boundary), and whether a value in it is unverified."""
+    windows = np.lib.stride_tricks.sliding_window_view(np.arange(len(xs)), 5)
+    finite = np.isfinite(g)[windows].all(axis=1)
+    same = pos[windows].all(axis=1) | (~pos[windows]).all(axis=1)
+    with np.errstate(all="ignore"):
+        q = np.abs(_divided4(xs, g)) * (xs[4:] - xs[:-4]) ** 4 / np.max(np.abs(g[windows]), axis=1)
+    return np.where(finite & same & np.isfinite(q), q, np.inf), ~finite
+
+
+def _pieces_to_smooth(xs, g, pos):
+    """Per cell of the scan, the pieces to cut it into when it is not smooth: 4, or more (up to
+    :data:`MAX_PIECES`) when the smallest ``q`` of the windows over it says so. Where ``G`` is analytic
+    ``q`` shrinks like the width to the fourth power, so ``(q / SMOOTH_TOL)^(1/4)`` pieces (with a margin
+    of 1.25) make the windows smooth in one round instead of two: next to 0, where an atom makes
+    ``G ~ m/x``, the geometric points of the first pass are about 1.5 apart in ratio, and cuts in four left
+    windows just above the tolerance, which a second round of several hundred points then settled."""
+    n = len(xs)
+    pieces = np.full(n - 1, 4)
+    if n < 5:
+        return pieces
+    q, _ = _window_smoothness(xs, g, pos)
+    best = np.full(n - 1, np.inf)
+    for k in range(4):  # window j covers cells j .. j + 3
+        best[k:k + len(q)] = np.minimum(best[k:k + len(q)], q)
+    with np.errstate(all="ignore"):
+        need = np.ceil(1.25 * (best / SMOOTH_TOL) ** 0.25)
+    need = np.where(np.isfinite(need), need, 4)
+    return np.clip(need, 4, MAX_PIECES).astype(int)
+
+
 def _cells_to_cut(xs, g, pos):
     """The cells of the scan ``xs`` that no smooth window covers, and those holding an edge
     (see :func:`adaptive_scan`)."""
@@ -1391,14 +1450,9 @@ def _cells_to_cut(xs, g, pos):
     edge = pos[:-1] != pos[1:]
     covered = np.zeros(n - 1, dtype=bool)
     if n >= 5:
-        windows = np.lib.stride_tricks.sliding_window_view(np.arange(n), 5)
-        finite = np.isfinite(g)[windows].all(axis=1)
-        same = pos[windows].all(axis=1) | (~pos[windows]).all(axis=1)
-        with np.errstate(all="ignore"):
-            q = np.abs(_divided4(xs, g)) * (xs[4:] - xs[:-4]) ** 4 / np.max(np.abs(g[windows]), axis=1)
-        smooth = finite & same & (q <= SMOOTH_TOL)
+        q, unverified = _window_smoothness(xs, g, pos)
         # windows with a NaN value decide nothing: their cells count as covered
-        for j in np.nonzero(smooth | ~finite)[0]:
+        for j in np.nonzero((q <= SMOOTH_TOL) | unverified)[0]:
             covered[j:j + 4] = True
     return edge | ~covered
 
