@@ -98,6 +98,10 @@ def _sub(a, b):
     return [[x - y for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
 
 
+#: The move of a plain order-0 iteration below which chord steps take over (numeric series only).
+CHORD_SWITCH = 1e-4
+
+
 def series_coefficients(system, order, ctx=None, domain=None):
     """Coefficients ``G_0, ..., G_order`` (of ``w^k``) of the ``u``-row outputs.
 
@@ -174,14 +178,52 @@ def series_coefficients(system, order, ctx=None, domain=None):
         k, u, *_ = spaces[s]
         return [[(one if (i == j and not u[i]) else zero) for j in range(k)] for i in range(k)]
 
-    # order 0: fixed point
+    def unit(m):
+        v = [zero] * r
+        v[m] = one
+        return v
+
+    def order0(g):
+        """``N0(g)^{-1}`` per space, and ``G_0`` per space for it."""
+        inv = [_inverse(n0(s, g), zero, one, numeric) for s in range(len(spaces))]
+        return inv, [_matmul(inv[s], er(s), zero) for s in range(len(spaces))]
+
+    def derivative(inv, gs):
+        """``K[:, m] = read(N0^{-1} E_r T_m G_0)``: the derivative of the order-0 map ``g -> read(G_0(g))``."""
+        kmat = [[zero] * r for _ in range(r)]
+        for m in range(r):
+            gm = unit(m)
+            cols = read([_matmul(inv[s], _matmul(er(s), _matmul(eta(s, gm), gs[s], zero), zero), zero)
+                         for s in range(len(spaces))])
+            for a in range(r):
+                kmat[a][m] = cols[a]
+        return kmat
+
+    def one_minus_inverse(kmat):
+        return _inverse([[(one if a == b else zero) - kmat[a][b] for b in range(r)] for a in range(r)], zero, one,
+                        numeric) if r else []
+
+    # order 0: fixed point. Exact arithmetic iterates until the value repeats (the nilpotent pencils of
+    # polynomials get there in a few steps). In numbers, once an iteration moves by less than CHORD_SWITCH,
+    # chord steps g <- g + (I - K)^{-1} (Phi(g) - g) with K the derivative at that point take over: each gains
+    # about as many digits as the distance to the fixed point has (a resolvent's contraction, about 0.4 per
+    # plain step, took 80 steps to 35 digits)
     g0 = [zero] * r
+    chord = None
+    last = None
     for it in range(500):
-        n0inv = [_inverse(n0(s, g0), zero, one, numeric) for s in range(len(spaces))]
-        gs0 = [_matmul(n0inv[s], er(s), zero) for s in range(len(spaces))]
+        n0inv, gs0 = order0(g0)
         new = read(gs0)
         if numeric:
-            done = max([abs(a - b) for a, b in zip(new, g0)] + [ctx.mpf(0)]) < tol
+            change = max([abs(a - b) for a, b in zip(new, g0)] + [ctx.mpf(0)])
+            done = change < tol
+            if not done and chord is None and change < CHORD_SWITCH:
+                chord = one_minus_inverse(derivative(n0inv, gs0))
+            if not done and chord is not None and (last is None or change < last):
+                new = [g + sum((chord[a][b] * (new[b] - g0[b]) for b in range(r)), zero) for a, g in enumerate(g0)]
+            elif chord is not None:
+                chord = None  # the chord steps stopped shrinking: plain iteration
+            last = change
         else:
             done = new == g0
         g0 = new
@@ -189,24 +231,11 @@ def series_coefficients(system, order, ctx=None, domain=None):
             break
     else:
         raise ConvergenceError("the series at infinity did not settle at order 0 after 500 iterations")
-    n0inv = [_inverse(n0(s, g0), zero, one, numeric) for s in range(len(spaces))]
-    G = [[_matmul(n0inv[s], er(s), zero) for s in range(len(spaces))]]
+    n0inv, gs0 = order0(g0)
+    G = [gs0]
     gser = [read(G[0])]
     C = [[c0(s, g0) for s in range(len(spaces))]]
-
-    def unit(m):
-        v = [zero] * r
-        v[m] = one
-        return v
-
-    # K[:, m] = read(N0^{-1} E_r T_m G_0)
-    kmat = [[zero] * r for _ in range(r)]
-    for m in range(r):
-        gm = unit(m)
-        cols = read([_matmul(n0inv[s], _matmul(er(s), _matmul(eta(s, gm), G[0][s], zero), zero), zero) for s in range(len(spaces))])
-        for a in range(r):
-            kmat[a][m] = cols[a]
-    ik = _inverse([[(one if a == b else zero) - kmat[a][b] for b in range(r)] for a in range(r)], zero, one, numeric) if r else []
+    ik = one_minus_inverse(derivative(n0inv, G[0]))
 
     def eu(s):
         k, u, *_ = spaces[s]
