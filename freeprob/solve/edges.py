@@ -1347,7 +1347,9 @@ def adaptive_scan(cauchy, kind, grid, range_, what="the law"):
             break
         pieces = np.where(edge, 8, _pieces_to_smooth(xs, g, pos))
         new = np.concatenate([_cut_cell(xs[i], xs[i + 1], pieces[i]) for i in np.nonzero(cut)[0]])
-        xs, g = _moved_off_unverified(cauchy, *_merge(xs, g, new, cauchy(new)))
+        xs, g = _merge(xs, g, new, cauchy(new))
+        # a point left unverified by an earlier round was already moved where it could be
+        xs, g = _moved_off_unverified(cauchy, xs, g, among=np.isin(xs, new))
         d = _density_of(g, xs, kind)
         pos = np.isfinite(d) & (d > thr)
     return xs, d, thr, pos
@@ -1377,12 +1379,13 @@ def _cut_cell(a, b, pieces):
 NUDGES = (1e-3, -1e-3, 1e-2, -1e-2, 1e-1, -1e-1)
 
 
-def _moved_off_unverified(cauchy, xs, g):
+def _moved_off_unverified(cauchy, xs, g, among=None):
     """The scan with each unverified point (NaN; the double-precision solve on the axis fails now and then,
     inside the support as next to an edge) moved by a small fraction of its cell (:data:`NUDGES`) to where
     ``G`` is verified, when one is. An unverified point counts as outside the support and would split a
-    run in two, and the windows holding it decide nothing, so a gap next to it would go unseen."""
-    bad = np.nonzero(np.isnan(g))[0]
+    run in two, and the windows holding it decide nothing, so a gap next to it would go unseen. With
+    ``among`` (a mask) only those points are moved."""
+    bad = np.nonzero(np.isnan(g) & (True if among is None else among))[0]
     if not bad.size or len(xs) < 2:
         return xs, g
     xs, g = xs.copy(), g.copy()
