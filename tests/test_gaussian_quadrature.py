@@ -123,3 +123,29 @@ def test_polynomial_times_exponential_in_closed_form(g):
 @pytest.mark.parametrize("g", [sympy.exp(X ** 2 / 4), sympy.exp(S * X) * sympy.cos(X), sympy.tanh(X) * X, X * sympy.exp(sympy.Abs(X))])
 def test_other_integrands_are_left_to_the_general_route(g):
     assert eq._polynomial_times_exponential(g, X) is None
+
+
+@pytest.mark.parametrize("g", [sympy.tanh(X) ** 2, X * sympy.tanh(sympy.sqrt(2) * X / 3), sympy.atan(X) ** 2 + sympy.pi,
+                               sympy.sech(X) * sympy.cos(X), X * sympy.erf(X)])
+@pytest.mark.parametrize("digits", [40, 120])
+def test_ball_arithmetic_node_sums_equal_mpmath(g, digits):
+    """The trapezoidal rule's node sums in flint's ball arithmetic equal mpmath's lambdified sums at the
+    working precision (to 10^-(digits - 5), relative above 1)."""
+    sums = eq._node_sums(g, X)
+    ctx = eq._quad_context(digits)
+    func = sympy.lambdify(X, g, modules=[eq._namespace(ctx), "mpmath"])
+    step = ctx.ldexp(ctx.one, -4)
+    ks = range(-90, 91)
+    expected = ctx.fsum(func(k * step) * ctx.exp(-(k * step) ** 2 / 2) for k in ks)
+    got = sums(digits, 4, ks)
+    assert abs(got - expected) <= ctx.mpf(10) ** -(digits - 5) * max(1, abs(expected))
+
+
+def test_integrands_flint_cannot_evaluate_fall_back_to_mpmath():
+    """``Abs``, ``Max`` and functions outside the table compile to nothing; the sums still come (mpmath)."""
+    for g in [sympy.Abs(X) * X, sympy.Max(0, X), sympy.besselj(0, X)]:
+        assert eq._arb_integrand(g, X, 30) is None
+    ctx = eq._quad_context(30)
+    value = eq._node_sums(sympy.besselj(0, X), X)(30, 2, range(-3, 4))
+    expected = ctx.fsum(ctx.besselj(0, k / ctx.mpf(4)) * ctx.exp(-(k / ctx.mpf(4)) ** 2 / 2) for k in range(-3, 4))
+    assert abs(value - expected) <= ctx.mpf(10) ** -28
