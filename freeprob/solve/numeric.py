@@ -247,8 +247,15 @@ class MPSystem:
         self.bits = ctx.prec
         self.prec = ctx.prec + 20
         self.spaces = []
+        balls = {}  # a coefficient repeats across blocks (0 and 1 most of all): each is converted once
+
+        def ball(c):
+            if c not in balls:
+                balls[c] = flint.acb(to_mpc(ctx, c))
+            return balls[c]
+
         with flint_precision(self.prec):
-            for k, u, b, terms, reads in system.block_data(lambda c: flint.acb(to_mpc(ctx, c))):
+            for k, u, b, terms, reads in system.block_data(ball):
                 self.spaces.append((k, u, [[-x for x in row] for row in b], terms, reads))
         self.outputs = tuple(system.u)
 
