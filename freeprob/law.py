@@ -35,7 +35,7 @@ from .scalar.closedform import (
 from .solve.cdf import tabulate
 from .solve.contour import contour_moments
 from .solve.edges import atom_at, hard_edge_at, support_by_density, support_by_folds
-from .solve.newton import solve_fast, solve_point
+from .solve.newton import solve_fast, solve_point, solve_points
 from .solve.numeric import NumericSystems
 from .solve.poles import complete_atoms
 from .solve.series import series_coefficients, series_moments, system_domain
@@ -438,6 +438,26 @@ class SpectralLaw:
         sol = solve_point(self._numerics, point, dps, on_axis=on_axis, value=value, where=w)
         return sol.value, sol
 
+    def _cauchy_many(self, zs, dps):
+        """``[cauchy(z, dps) for z in zs]`` for points with ``Im z >= 0`` (the upper half of a circle), each
+        verified as :meth:`cauchy` verifies it, with the double-precision starts of all of them from one
+        vectorized solve (:func:`~freeprob.solve.newton.solve_points`)."""
+        if self._units:
+            return [self.cauchy(z, dps=dps) for z in zs]
+        dps = check_dps(dps)
+        ctx = context(dps + guard_digits(dps))
+        points = [to_mpc(ctx, z) for z in zs]
+        if any(z.imag < 0 for z in points):
+            raise DomainError("_cauchy_many takes points with Im z >= 0")
+        if self.law == "eigenvalues":
+            targets, value = [(lambda c, z=z: c.mpc(z)) for z in points], None
+        else:
+            # hermitized variable zeta = sqrt(w), G = G_11 / zeta
+            targets, value = [(lambda c, z=z: c.sqrt(c.mpc(z))) for z in points], (lambda z, outs: outs[0] / z)
+        sols = solve_points(self._numerics, targets, dps, on_axis=[z.imag == 0 for z in points], value=value,
+                            where=points)
+        return [sol.value for sol in sols]
+
     def cauchy(self, z, dps=None, method="dyson"):
         """The Cauchy transform ``G(z) = int dmu(x)/(z - x)``.
 
@@ -570,7 +590,8 @@ class SpectralLaw:
         :meth:`_far_field`: a circle drawn around a support that misses a far piece misses its mass, and is
         then redrawn around the scale bound, which encloses every piece."""
         def on(radius):
-            return contour_moments(lambda z, d: self.cauchy(z, dps=d), k, dps or 15, radius, self.name)
+            return contour_moments(lambda z, d: self.cauchy(z, dps=d), k, dps or 15, radius, self.name,
+                                   many=self._cauchy_many)
 
         out = on(self._contour_radius())
         if not out:
