@@ -217,25 +217,33 @@ def series_coefficients(system, order, ctx=None, domain=None):
         k, u, *_ = spaces[s]
         return [[(one if (i == j and u[i]) else zero) for j in range(k)] for i in range(k)]
 
+    def rows_of(s, on_u, off_u):
+        """The rows of ``on_u`` on the ``u`` rows and of ``off_u`` elsewhere (``E_u A + E_r B`` without
+        products; None stands for a zero matrix)."""
+        k, u, *_ = spaces[s]
+        empty = [zero] * k
+        return [((on_u[i] if on_u is not None else empty) if u[i] else (off_u[i] if off_u is not None else empty))
+                for i in range(k)]
+
+    # N_j = E_r C_j + E_u C_(j-1) (a choice of rows), per space, for j = 1, 2, ...: each is used by every later order
+    merged = [None]
     for order_k in range(1, order + 1):
         xs = []
         for s in range(len(spaces)):
             k = spaces[s][0]
             rhs = eu(s) if order_k == 1 else [[zero] * k for _ in range(k)]
-            rhs = _sub(rhs, _matmul(eu(s), _matmul(C[order_k - 1][s], G[0][s], zero), zero))
+            rhs = _sub(rhs, _matmul(rows_of(s, C[order_k - 1][s], None), G[0][s], zero))
             for j in range(1, order_k):
-                nj = _add(_matmul(er(s), C[j][s], zero), _matmul(eu(s), C[j - 1][s], zero))
-                rhs = _sub(rhs, _matmul(nj, G[order_k - j][s], zero))
+                rhs = _sub(rhs, _matmul(merged[j][s], G[order_k - j][s], zero))
             xs.append(_matmul(n0inv[s], rhs, zero))
         rx = read(xs)
         gk = [sum((ik[a][b] * rx[b] for b in range(r)), zero) for a in range(r)]
-        gks = [
-            _add(xs[s], _matmul(n0inv[s], _matmul(er(s), _matmul(eta(s, gk), G[0][s], zero), zero), zero))
-            for s in range(len(spaces))
-        ]
+        gks = [_add(xs[s], _matmul(n0inv[s], rows_of(s, None, _matmul(eta(s, gk), G[0][s], zero)), zero))
+               for s in range(len(spaces))]
         G.append(gks)
         gser.append(gk)
         C.append([[[-x for x in row] for row in eta(s, gk)] for s in range(len(spaces))])
+        merged.append([rows_of(s, C[order_k - 1][s], C[order_k][s]) for s in range(len(spaces))])
     outs = [[G[k][s][i][i] for s, i in system.u] for k in range(order + 1)]
     return [[dom.to_sympy(x) for x in row] for row in outs], True
 
