@@ -56,12 +56,33 @@ def test_a_resolvents_numeric_series_against_quadrature(monkeypatch, chord):
         assert abs(m - moment(k)) <= ctx.mpf(10) ** -40 * max(1, abs(moment(k)))
 
 
-def test_a_moment_below_the_digits_asked_for_is_zero():
-    """kernel-tanh's law is odd-symmetric in its first moment: ``m_1 = 0``, which the numeric series gives as
-    rounding noise of about 1e-30; verified to 10^-15 absolute, it is returned as 0."""
+def test_rounding_noise_is_zero_and_a_small_law_keeps_its_small_moments():
+    """kernel-tanh's ``m_1`` is 0, which the numeric series gives as rounding noise of about 1e-30: returned as
+    0. A law of scale 1e-4 (``s W / sqrt(n)``, ``s = 10^-4``, by the numeric series at 15 digits) keeps
+    ``m_2 = 1e-8``, ``m_4 = 2e-16`` and ``m_6 = 5e-24`` (semicircle moments times ``s^k``), which an absolute
+    cut at 10^-15 would have made 0."""
     from freeprob.solve import series
 
     law = fp.law_of(fp.find_model("kernel-tanh"))
     m1, m2 = series.series_moments(law.numeric_system, 2, 1, 15)
     _, m2_30 = series.series_moments(law.numeric_system, 2, 1, 30)
     assert m1 == 0 and m2 > 0.1 and abs(m2 - m2_30) < 1e-15
+
+    n = fp.dims("n")
+    small = fp.eigenvalue_law(sympy.Rational(1, 10 ** 4) * fp.wigner("W", n) / sympy.sqrt(n), ratios={n: 1})
+    ms = series.series_moments(small.numeric_system, 6, 1, 15)
+    for got, exact in zip(ms, [0, 1e-8, 0, 2e-16, 0, 5e-24]):
+        assert abs(got - exact) <= 1e-13 * max(exact, 1e-300) if exact else got == 0
+    # the same law with a scale in range: the noise of its odd moments is 0 as well
+    assert series.series_moments(fp.law_of(fp.find_model("wigner-semicircle")).numeric_system, 3, 1, 15)[2] == 0
+
+
+def test_the_numeric_series_settles_beyond_the_range_of_a_double():
+    """At 320 digits the tolerances (10^-317) are below the smallest double: they are mpmath numbers, and the
+    ridge resolvent's moments settle and agree with those at 40 digits."""
+    from freeprob.solve import series
+
+    law = fp.law_of(fp.find_model("ridge-resolvent"))
+    high = series.series_moments(law.numeric_system, 3, 1, 320)
+    low = series.series_moments(law.numeric_system, 3, 1, 40)
+    assert all(abs(h - lo) <= 1e-40 for h, lo in zip(high, low))

@@ -440,8 +440,8 @@ def _node_sums(g, x):
 
     In flint's ball arithmetic when ``g`` compiles to it (:func:`_arb_integrand`;
     the ball's midpoint is returned, exactly, when its radius is below
-    ``10^-(digits + 5)`` of ``max(1, |sum|)``, else None), otherwise by mpmath in
-    the context (lambdified).
+    ``10^-(digits + 5)`` of ``max(1, |sum|)``, else the sum is made again in
+    mpmath), otherwise by mpmath in the context (lambdified).
     """
     compiled = {}
 
@@ -461,8 +461,12 @@ def _node_sums(g, x):
                 t = step * k
                 total += f(t) * (-(t * t) / 2).exp()
             if not total.is_finite() or total.rad() > max(abs(total.mid()), 1) * flint.arb(10) ** (-(digits + 5)):
-                return None
-            man, exp = total.mid().man_exp()
+                wide = True
+            else:
+                wide = False
+                man, exp = total.mid().man_exp()
+        if wide:  # the ball lost too much to rounding (or overflowed): the same sum in mpmath
+            return by_mpmath(digits, j, ks)
         return ctx.make_mpf(mpmath.libmp.from_man_exp(int(man), int(exp)))
 
     def by_mpmath(digits, j, ks):
@@ -528,7 +532,8 @@ def _trapezoid_expectation(g, x, dps, growth):
         if low is None:
             return None
         low = low_ctx.ldexp(low, -(j - 1))
-    except (ZeroDivisionError, OverflowError, ValueError, TypeError):
+    except (ZeroDivisionError, OverflowError, ValueError, TypeError, AttributeError):
+        # AttributeError: a complex value where a real one was expected (an mpc has no ldexp)
         return None
     high = sums[-1]
     if not (ctx.isfinite(high) and low_ctx.isfinite(low)):

@@ -1348,8 +1348,13 @@ def adaptive_scan(cauchy, kind, grid, range_, what="the law"):
         pieces = np.where(edge, 8, _pieces_to_smooth(xs, g, pos))
         new = np.concatenate([_cut_cell(xs[i], xs[i + 1], pieces[i]) for i in np.nonzero(cut)[0]])
         xs, g = _merge(xs, g, new, cauchy(new))
-        # a point left unverified by an earlier round was already moved where it could be
-        xs, g = _moved_off_unverified(cauchy, xs, g, among=np.isin(xs, new))
+        # a point left unverified by an earlier round was already moved where it could be; it is tried again
+        # only between two points inside the support, where it would split a run in two
+        d = _density_of(g, xs, kind)
+        inside = np.isfinite(d) & (d > thr)
+        between = np.zeros(len(xs), bool)
+        between[1:-1] = inside[:-2] & inside[2:]
+        xs, g = _moved_off_unverified(cauchy, xs, g, among=np.isin(xs, new) | between)
         d = _density_of(g, xs, kind)
         pos = np.isfinite(d) & (d > thr)
     return xs, d, thr, pos

@@ -265,7 +265,8 @@ def _ball_series(system, order, ctx):
     import flint
 
     r = system.n_unknowns
-    tol = 10.0 ** (-(ctx.dps - 3))
+    tol = ctx.mpf(10) ** (-(ctx.dps - 3))  # an mpf: a float would underflow to 0 beyond 300 digits
+    switch = ctx.mpf(CHORD_SWITCH)
     with flint_precision(ctx.prec + 20):
         values = {}  # a coefficient repeats across blocks (0 and 1 most of all): each is converted once
 
@@ -327,18 +328,18 @@ def _ball_series(system, order, ctx):
             return (diagonal([True] * r) - k_mat).mid().inv() if r else k_mat
 
         def size(x):
-            return float(abs(x.mid()).mid())
+            return ctx.make_mpf(abs(x.mid()).mid()._mpf_)
 
         g0 = [zero] * r
         chord, last = None, None
         for it in range(500):
             n0inv, gs0 = order0(g0)
             new = read(gs0)
-            change = max([size(a - b) for a, b in zip(new, g0)] + [0.0])
+            change = max([size(a - b) for a, b in zip(new, g0)] + [ctx.zero])
             if change < tol:
                 g0 = new
                 break
-            if chord is None and change < CHORD_SWITCH:
+            if chord is None and change < switch:
                 chord = one_minus_derivative_inverse(n0inv, gs0)
             if chord is not None and (last is None or change < last):
                 step = chord * flint.acb_mat([[a - b] for a, b in zip(new, g0)])
@@ -411,9 +412,10 @@ def series_moments(system, k, step=1, dps=None):
     hermitized variable of squared singular values (``G_11 = sum m_j
     zeta^(-2j-1)``). Exact sympy numbers when every coefficient is algebraic
     and ``dps`` is None; otherwise mpf values correct to ``10^-dps`` (default
-    15; relative above 1, absolute below, so that a moment smaller than
-    ``10^-dps`` is returned as 0), checked by a second computation with 10
-    more digits.
+    15; relative above 1, absolute below), checked by a second computation
+    with 10 more digits; a moment below the working precision relative to the
+    law's scale (``R^k``, ``R = max |m_j|^(1/j)``) is rounding noise of an
+    exact 0 and is returned as 0.
 
     Raises
     ------
@@ -433,11 +435,13 @@ def series_moments(system, k, step=1, dps=None):
     work = dps + guard_digits(dps)
     c1, _ = series_coefficients(system, order, ctx=context(work))
     c2, _ = series_coefficients(system, order, ctx=context(work + 10))
-    out = []
-    for a, b in zip(pick(c1), pick(c2)):
+    first, second = pick(c1), pick(c2)
+    for a, b in zip(first, second):
         if abs(a - b) > 10.0 ** (-dps) * max(1, abs(b)):
             raise ConvergenceError(f"moment not stable under a precision increase ({a} vs {b})", dps=dps)
-        # below 1 the agreement is absolute: a moment smaller than 10^-dps is 0 to the digits verified (an
-        # odd law's m_1 came out as rounding noise, -6.3e-30, printed as if it had 15 digits)
-        out.append(a.real if abs(b) >= 10.0 ** (-dps) else a.real * 0)
-    return out
+    # a moment below the working precision relative to the law's scale (R^k, R = max |m_j|^(1/j)) is rounding
+    # noise of an exact 0 (an odd law's m_1 came out as -6.3e-30 and was printed as if it had 15 digits); a
+    # small law keeps its small moments (R = 1e-4: m_4 = 2e-16)
+    scale = max(abs(b) ** (context(work + 10).mpf(1) / j) for j, b in enumerate(second, start=1))
+    noise = context(work + 10).mpf(10) ** (-(work - 5))
+    return [a.real * 0 if abs(b) <= noise * scale ** j else a.real for j, (a, b) in enumerate(zip(first, second), 1)]
