@@ -12,6 +12,7 @@ when every coefficient of the system is algebraic, and otherwise in flint's
 ball arithmetic at the precision of an mpmath context (:func:`_ball_series`).
 """
 
+import numpy as np
 import sympy
 from sympy.polys.constructor import construct_domain
 
@@ -259,7 +260,9 @@ def _ball_series(system, order, ctx):
     steps ``g <- g + (I - K)^{-1} (Phi(g) - g)``, ``K`` the derivative at that
     point: each gains about as many digits as the distance to the fixed point
     has (a resolvent's map contracts by about 0.4 a step, 80 plain steps to 35
-    digits). Mpmath's matrices in Python took 0.35 s of deep-features-tanh's
+    digits). The point reached must attract plain iteration (``K`` of
+    spectral radius below 1 there), else plain iteration alone is run again:
+    a chord step from a slowly moving iterate could reach another root. Mpmath's matrices in Python took 0.35 s of deep-features-tanh's
     law for 16 moments.
     """
     import flint
@@ -318,40 +321,57 @@ def _ball_series(system, order, ctx):
         def unit(m):
             return [one if a == m else zero for a in range(r)]
 
-        def one_minus_derivative_inverse(inv, gs):
-            """``(I - K)^{-1}``, ``K[:, m] = read(N0^{-1} E_r T_m G_0)`` the derivative of ``g -> read(G_0(g))``."""
+        def derivative(inv, gs):
+            """``K[:, m] = read(N0^{-1} E_r T_m G_0)``: the derivative of the order-0 map ``g -> read(G_0(g))``."""
             k_mat = flint.acb_mat(r, r)
             for m in range(r):
                 cols = read([inv[s] * (er[s] * (eta(s, unit(m)) * gs[s])) for s in range(n_spaces)])
                 for a in range(r):
                     k_mat[a, m] = cols[a]
+            return k_mat
+
+        def one_minus_inverse(k_mat):
             return (diagonal([True] * r) - k_mat).mid().inv() if r else k_mat
 
         def size(x):
             return ctx.make_mpf(abs(x.mid()).mid()._mpf_)
 
-        g0 = [zero] * r
-        chord, last = None, None
-        for it in range(500):
-            n0inv, gs0 = order0(g0)
-            new = read(gs0)
-            change = max([size(a - b) for a, b in zip(new, g0)] + [ctx.zero])
-            if change < tol:
-                g0 = new
-                break
-            if chord is None and change < switch:
-                chord = one_minus_derivative_inverse(n0inv, gs0)
-            if chord is not None and (last is None or change < last):
-                step = chord * flint.acb_mat([[a - b] for a, b in zip(new, g0)])
-                new = [g + step[a, 0] for a, g in enumerate(g0)]
-            elif chord is not None:
-                chord = None  # the chord steps stopped shrinking: plain iteration
-            last = change
-            g0 = [x.mid() for x in new]
-        else:
+        def fixed_point(chords):
+            g0 = [zero] * r
+            chord, last = None, None
+            for _ in range(500):
+                n0inv, gs0 = order0(g0)
+                new = read(gs0)
+                change = max([size(a - b) for a, b in zip(new, g0)] + [ctx.zero])
+                if change < tol:
+                    return new
+                if chords and chord is None and change < switch:
+                    chord = one_minus_inverse(derivative(n0inv, gs0))
+                if chord is not None and (last is None or change < last):
+                    step = chord * flint.acb_mat([[a - b] for a, b in zip(new, g0)])
+                    new = [g + step[a, 0] for a, g in enumerate(g0)]
+                elif chord is not None:
+                    chord = None  # the chord steps stopped shrinking: plain iteration
+                last = change
+                g0 = [x.mid() for x in new]
             raise ConvergenceError("the series at infinity did not settle at order 0 after 500 iterations")
+
+        def attracting(k_mat):
+            """Whether the fixed point attracts plain iteration (spectral radius of ``K`` below 1): the one plain
+            iteration from 0 approaches, and not another root of ``g = Phi(g)`` a chord step could reach."""
+            if not r:
+                return True
+            k = np.array([[complex(k_mat[a, b].mid()) for b in range(r)] for a in range(r)])
+            return bool(np.max(np.abs(np.linalg.eigvals(k))) < 1)
+
+        g0 = fixed_point(chords=True)
         n0inv, gs0 = order0(g0)
-        ik = one_minus_derivative_inverse(n0inv, gs0)
+        k_mat = derivative(n0inv, gs0)
+        if not attracting(k_mat):
+            g0 = fixed_point(chords=False)
+            n0inv, gs0 = order0(g0)
+            k_mat = derivative(n0inv, gs0)
+        ik = one_minus_inverse(k_mat)
         G = [gs0]
         C = [[c0(s, g0) for s in range(n_spaces)]]
         for order_k in range(1, order + 1):
