@@ -204,3 +204,13 @@ def test_law_output_unchanged_in_value(name):
             ref = float(law.density(g["x"], dps=20))
             # 8 significant digits printed (a relative rounding up to 5e-8) over a ~1e-8 solve
             assert float(g["density"]) == pytest.approx(ref, rel=1e-7)
+
+
+def test_rank_bound_with_a_symbolic_ratio():
+    """With a symbol among the ratios the bound stays symbolic (sympy's Min and Add); with numbers it is the
+    same rational by plain min and +."""
+    p, n = fp.dims("p n")
+    X = fp.gaussian("X", (p, n))
+    a = sympy.Symbol("a", positive=True)
+    assert rank_bound(X @ X.T / n, {p: a, n: sympy.Integer(1)}) == sympy.Min(a, 1)
+    assert rank_bound(X @ X.T / n + X @ X.T / n, {p: R(1, 2), n: sympy.Integer(1)}) == R(1, 2)
