@@ -73,6 +73,7 @@ W @ X/(sqrt(n0)) + Z
 
 import hashlib
 from dataclasses import dataclass
+from functools import lru_cache
 
 import sympy
 
@@ -260,7 +261,6 @@ def entry_variance(argument):
     skeletons = {}  # the Gaussian letters of a monomial, with positions -> that monomial
     total = sympy.Integer(0)
     dims = argument.dimensions()
-    big = sympy.Dummy("N", positive=True)
     for word, c in monomials.items():
         part = c ** 2
         seen = set()
@@ -293,8 +293,7 @@ def entry_variance(argument):
             part *= leaf.variance
             if k < len(word) - 1:
                 part *= leaf.shape[0] if transposed else leaf.shape[1]
-        growth = sympy.simplify(part.xreplace({d: d * big for d in dims}) / part)
-        power = sympy.simplify(sympy.log(growth) / sympy.log(big)) if growth != 1 else sympy.Integer(0)
+        power = _growth_power(part, frozenset(dims))
         if not power.is_number:
             raise ScalingError(f"an entrywise function of {argument}: cannot decide how the entry variance {part} "
                                f"grows with the dimensions", monomial=str(argument))
@@ -305,7 +304,21 @@ def entry_variance(argument):
                 f"by the square root of the contracted dimensions, as in W @ X / sqrt(n0))",
                 monomial=str(argument), power=power)
         total += part
-    return sympy.simplify(total)
+    return _simplified(total)
+
+
+@lru_cache(maxsize=1024)
+def _growth_power(part, dims):
+    """The power ``q`` with ``part ~ N^q`` as the dimensions ``dims`` grow together (cached: the heads of an
+    attention model give the same entry variance, and each costs two sympy simplifications)."""
+    big = sympy.Dummy("N", positive=True)
+    growth = sympy.simplify(part.xreplace({d: d * big for d in dims}) / part)
+    return sympy.simplify(sympy.log(growth) / sympy.log(big)) if growth != 1 else sympy.Integer(0)
+
+
+@lru_cache(maxsize=1024)
+def _simplified(expr):
+    return sympy.simplify(expr)
 
 
 _BOUNDED = (sympy.tanh, sympy.erf, sympy.erfc, sympy.sin, sympy.cos, sympy.sign, sympy.Heaviside)
