@@ -76,3 +76,20 @@ def test_cells_are_cut_geometrically_only_on_one_side_of_zero_and_far_from_it_in
     assert np.allclose(edges._cut_cell(-16.0, -1.0, 4), [-8.0, -4.0, -2.0])
     assert np.allclose(edges._cut_cell(-1.0, 3.0, 4), [0.0, 1.0, 2.0])
     assert np.allclose(edges._cut_cell(10.0, 11.0, 2), [10.5])
+
+
+def test_an_unverified_end_of_the_scan_moves_outwards_only():
+    """The ends of a scan stand outside the support; an end that is unverified is moved away from the
+    support, never into it (the semicircle's scan began 2e-6 outside its edge, was moved 4e-5 inwards, and
+    the Dyson route refused the law). Its Dyson support is [-2, 2] at 15 and 30 digits."""
+    def cauchy(x):
+        x = np.asarray(x, float)
+        return np.where(np.abs(np.abs(x) - 2.000002) < 1e-9, np.nan, 1 / (x + 0j))
+
+    xs = np.array([-2.000002, -1.0, 1.0, 2.000002])
+    moved, g = edges._moved_off_unverified(cauchy, xs, cauchy(xs))
+    assert moved[0] < -2.000002 and moved[-1] > 2.000002 and np.isfinite(g).all()
+    law = fp.law_of(fp.find_model("wigner-semicircle"))
+    for dps in (15, 30):
+        ((a, b),) = law.support(dps, method="dyson")
+        assert abs(a + 2) <= 10.0 ** -dps and abs(b - 2) <= 10.0 ** -dps

@@ -1389,23 +1389,33 @@ def _moved_off_unverified(cauchy, xs, g, among=None):
     inside the support as next to an edge) moved by a small fraction of its cell (:data:`NUDGES`) to where
     ``G`` is verified, when one is. An unverified point counts as outside the support and would split a
     run in two, and the windows holding it decide nothing, so a gap next to it would go unseen. With
-    ``among`` (a mask) only those points are moved."""
+    ``among`` (a mask) only those points are moved.
+
+    The two ends of the scan stand outside the support: they move only outwards (an end just outside an
+    edge, unverified there, moved inwards landed inside the semicircle's support, whose scan then started
+    inside it and was refused), and no point other than 0 itself crosses 0."""
     bad = np.nonzero(np.isnan(g) & (True if among is None else among))[0]
     if not bad.size or len(xs) < 2:
         return xs, g
     xs, g = xs.copy(), g.copy()
     gaps = np.diff(xs)
     near = np.minimum(np.concatenate([[np.inf], gaps])[bad], np.concatenate([gaps, [np.inf]])[bad])
+    # the direction each point may move in: +1 (right), -1 (left) or 0 (both)
+    way = np.where(bad == 0, -1, np.where(bad == len(xs) - 1, 1, 0))
     todo = np.ones(bad.size, dtype=bool)
     for f in NUDGES:
-        if not todo.any():
-            break
-        idx = bad[todo]
-        moved = xs[idx] + f * near[todo]
-        vals = cauchy(moved)
+        allowed = todo & ((way == 0) | (np.sign(f) == way))
+        if not allowed.any():
+            continue
+        idx = bad[allowed]
+        moved = xs[idx] + f * near[allowed]
+        keep = (np.sign(moved) == np.sign(xs[idx])) | (xs[idx] == 0)  # no point crosses 0
+        vals = np.full(len(idx), np.nan, dtype=complex)
+        if keep.any():
+            vals[keep] = cauchy(moved[keep])
         ok = ~np.isnan(vals)
         xs[idx[ok]], g[idx[ok]] = moved[ok], vals[ok]
-        todo[np.nonzero(todo)[0][ok]] = False
+        todo[np.nonzero(allowed)[0][ok]] = False
     return xs, g
 
 
