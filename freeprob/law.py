@@ -437,13 +437,17 @@ class SpectralLaw:
         return np.where(np.isnan(d), np.nan, np.maximum(d, 0.0))
 
     # -- numeric, arbitrary precision -----------------------------------------
+    def _system_point(self, w):
+        """``(point, value)`` for :func:`~freeprob.solve.newton.solve_point` at the user point ``w``: the point
+        in the system's variable at a context's precision, and the checked value (None: the first output)."""
+        if self.law == "eigenvalues":
+            return (lambda ctx: ctx.mpc(w)), None
+        # hermitized variable zeta = sqrt(w), G = G_11 / zeta
+        return (lambda ctx: ctx.sqrt(ctx.mpc(w))), (lambda z, outs: outs[0] / z)
+
     def _solve_point(self, w, dps, on_axis):
         """Solve at one user point ``w`` (Im w >= 0) at ``dps`` digits; returns (G, solution)."""
-        if self.law == "eigenvalues":
-            point, value = (lambda ctx: ctx.mpc(w)), None
-        else:
-            # hermitized variable zeta = sqrt(w), G = G_11 / zeta
-            point, value = (lambda ctx: ctx.sqrt(ctx.mpc(w))), (lambda z, outs: outs[0] / z)
+        point, value = self._system_point(w)
         sol = solve_point(self._numerics, point, dps, on_axis=on_axis, value=value, where=w)
         return sol.value, sol
 
@@ -458,11 +462,8 @@ class SpectralLaw:
         points = [to_mpc(ctx, z) for z in zs]
         if any(z.imag < 0 for z in points):
             raise DomainError("_cauchy_many takes points with Im z >= 0")
-        if self.law == "eigenvalues":
-            targets, value = [(lambda c, z=z: c.mpc(z)) for z in points], None
-        else:
-            # hermitized variable zeta = sqrt(w), G = G_11 / zeta
-            targets, value = [(lambda c, z=z: c.sqrt(c.mpc(z))) for z in points], (lambda z, outs: outs[0] / z)
+        targets = [self._system_point(z)[0] for z in points]
+        value = self._system_point(points[0])[1] if points else None
         sols = solve_points(self._numerics, targets, dps, on_axis=[z.imag == 0 for z in points], value=value,
                             where=points)
         return [sol.value for sol in sols]

@@ -469,9 +469,13 @@ def _node_sums(g, x):
             return by_mpmath(digits, j, ks)
         return ctx.make_mpf(mpmath.libmp.from_man_exp(int(man), int(exp)))
 
+    lambdified = {}
+
     def by_mpmath(digits, j, ks):
         ctx = _quad_context(digits)
-        func = sympy.lambdify(x, g, modules=[_namespace(ctx), "mpmath"])
+        if digits not in lambdified:
+            lambdified[digits] = sympy.lambdify(x, g, modules=[_namespace(ctx), "mpmath"])
+        func = lambdified[digits]
         step = ctx.ldexp(ctx.one, -j)
         out = ctx.fsum(func(k * step) * ctx.exp(-(k * step) ** 2 / 2) for k in ks)
         return out if ctx.isfinite(out) else None

@@ -374,6 +374,7 @@ def _ball_series(system, order, ctx):
         ik = one_minus_inverse(k_mat)
         G = [gs0]
         C = [[c0(s, g0) for s in range(n_spaces)]]
+        merged = [None]  # N_j = E_r C_j + E_u C_(j-1) per space, built once and used by every later order
         for order_k in range(1, order + 1):
             xs = []
             for s in range(n_spaces):
@@ -381,13 +382,14 @@ def _ball_series(system, order, ctx):
                 rhs = eu[s] if order_k == 1 else flint.acb_mat(k, k)
                 rhs = rhs - eu[s] * (C[order_k - 1][s] * G[0][s])
                 for j in range(1, order_k):
-                    rhs = rhs - (er[s] * C[j][s] + eu[s] * C[j - 1][s]) * G[order_k - j][s]
+                    rhs = rhs - merged[j][s] * G[order_k - j][s]
                 xs.append(n0inv[s] * rhs)
             rx = flint.acb_mat([[x] for x in read(xs)])
             gk_col = ik * rx
             gk = [gk_col[a, 0] for a in range(r)]
             G.append([xs[s] + n0inv[s] * (er[s] * (eta(s, gk) * G[0][s])) for s in range(n_spaces)])
             C.append([eta(s, gk) * (-1) for s in range(n_spaces)])
+            merged.append([er[s] * C[order_k][s] + eu[s] * C[order_k - 1][s] for s in range(n_spaces)])
         return [[ctx.make_mpc((G[k][s][i, i].real.mid()._mpf_, G[k][s][i, i].imag.mid()._mpf_))
                  for s, i in system.u] for k in range(order + 1)]
 
