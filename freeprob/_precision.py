@@ -33,8 +33,17 @@ def guard_digits(dps):
     return 10 + dps // 4
 
 
+#: One mpmath context per thread and precision (making one costs about 1 ms, and a law asks for
+#: dozens). No caller sets a context's precision; mpmath's own temporary changes
+#: (``workprec`` inside quadrature, root finding) are restored on exit.
+_CONTEXTS = threading.local()
+
+
 def context(dps):
-    """A fresh mpmath context working at ``dps`` decimal digits.
+    """An mpmath context working at ``dps`` decimal digits, separate from mpmath's global one.
+
+    The context is shared by the calls of one thread at the same ``dps``:
+    never set its precision (make a context at the precision wanted instead).
 
     Examples
     --------
@@ -43,9 +52,18 @@ def context(dps):
     40
     >>> import mpmath; mpmath.mp.dps   # the global context is untouched
     15
+    >>> context(40) is ctx
+    True
     """
-    ctx = mpmath.MPContext()
-    ctx.dps = int(dps)
+    dps = int(dps)
+    cache = getattr(_CONTEXTS, "by_dps", None)
+    if cache is None:
+        cache = _CONTEXTS.by_dps = {}
+    ctx = cache.get(dps)
+    if ctx is None or ctx.dps != dps:  # (a caller that broke the rule gets a new one)
+        ctx = mpmath.MPContext()
+        ctx.dps = dps
+        cache[dps] = ctx
     return ctx
 
 

@@ -274,6 +274,12 @@ class SpectralLaw:
         symmetry quotient, whose size does not depend on the number of terms
         (default True; see :mod:`freeprob.reduce.quotient` and
         ``reduction.symmetry_note``). ``False`` reduces the full expression.
+    gram : bool, optional
+        Solve the eigenvalues of a Gram matrix ``c F F^T`` (``c > 0``) as the
+        squared singular values of ``sqrt(c) F``, a smaller system (default
+        True; ``reduction.kind`` says which was solved). The point ``0``
+        itself, where the hermitized system of a non-square ``F`` is
+        singular, is solved in the symmetric system of ``c F F^T``.
 
     Notes
     -----
@@ -283,7 +289,7 @@ class SpectralLaw:
     ``a`` rows, with its atom at 0 when ``P`` has rank below ``a``.
     """
 
-    def __init__(self, expr, law="eigenvalues", ratios=None, params=None, name=None, symmetry=True):
+    def __init__(self, expr, law="eigenvalues", ratios=None, params=None, name=None, symmetry=True, gram=True):
         if not isinstance(expr, Expr):
             raise DomainError(f"expected a matrix expression (built from fp.gaussian, fp.wigner, ...), got "
                               f"{type(expr).__name__} {expr!r}")
@@ -305,7 +311,7 @@ class SpectralLaw:
         init(self, "_symmetry", symmetry)
         # the symbolic reduction runs now, so that bad input (shapes, scaling,
         # symmetry) is reported when the law is made, not at its first use
-        init(self, "reduction", Reduction(expr, law, dimensions, symmetry=symmetry))
+        init(self, "reduction", Reduction(expr, law, dimensions, symmetry=symmetry, gram=gram))
         unknowns = self.reduction.system.n_unknowns
         if unknowns > MAX_UNKNOWNS:
             raise DomainError(
@@ -361,14 +367,32 @@ class SpectralLaw:
         """The double-precision :class:`~freeprob.solve.numeric.FastSystem`."""
         return self._numerics.fast
 
+    @property
+    def _kind(self):
+        """The law the reduced system is solved as: the law asked for, or squared singular values for the
+        eigenvalues of a Gram matrix ``c F F^T`` (reduced as ``sqrt(c) F``: :func:`~freeprob.reduce.reduction.gram_factor`)."""
+        return self.reduction.kind
+
+    @property
+    def _symmetric(self):
+        """The same law solved in the symmetric system of the Gram matrix (made once, when first needed): its
+        values at the point 0, where the hermitized system of a non-square factor is singular."""
+        return self._cache.get("symmetric", lambda: SpectralLaw(self.expr, self.law, self.ratios, self.params,
+                                                                 self.name, symmetry=self._symmetry, gram=False))
+
+    @property
+    def _gram(self):
+        """Whether the eigenvalues of a Gram matrix are solved as squared singular values (``_kind``)."""
+        return self._kind != self.law
+
     def _to_system_z(self, w):
         w = np.asarray(w, dtype=complex)
-        if self.law == "eigenvalues":
+        if self._kind == "eigenvalues":
             return w
         return np.sqrt(w)
 
     def _from_outputs(self, zs, outs):
-        if self.law == "eigenvalues":
+        if self._kind == "eigenvalues":
             return outs[:, 0]
         return outs[:, 0] / zs
 
@@ -400,11 +424,11 @@ class SpectralLaw:
         # with Newton on the real line. For squared singular values, w < 0
         # is the imaginary system point i sqrt(-w), solved as it is, and
         # w = 0 (where the atom and a hard edge sit) has no value.
-        zero = (zs == 0) & (self.law == "squared-singular-values")
-        near = (zs.imag < eta) & ~zero & ((zs.real != 0) | (self.law == "eigenvalues"))
+        zero = (zs == 0) & (self._kind == "squared-singular-values")
+        near = (zs.imag < eta) & ~zero & ((zs.real != 0) | (self._kind == "eigenvalues"))
         zs = np.where(near, zs.real + 0j, np.where(zero, 1j, zs))
         fast = self.fast  # first: a parameter without a value is reported here, by name
-        radius = self.scale if self.law == "eigenvalues" else float(np.sqrt(self.scale))
+        radius = self.scale if self._kind == "eigenvalues" else float(np.sqrt(self.scale))
         # a batch holds a dense Jacobian per point: batches are cut to BATCH_BYTES of them
         size = max(1, BATCH_BYTES // (16 * self.system.n_unknowns ** 2))
         pieces = [solve_fast(fast, zs[i:i + size], raise_on_failure=False, radius=radius)
@@ -414,6 +438,8 @@ class SpectralLaw:
         g = self._from_outputs(zs, outs)
         conv &= ~zero
         g = np.where(conv, g, complex(np.nan, np.nan))  # NaN in both parts: an unverified density is NaN, not 0
+        if self._gram and zero.any():  # 0 itself, in the symmetric system of the Gram matrix
+            g[zero] = self._symmetric.cauchy_fast(np.zeros(int(zero.sum()), complex))
         return np.where(flip, np.conj(g), g)
 
     def density_fast(self, x):
@@ -432,21 +458,23 @@ class SpectralLaw:
             return self._units.density_fast(x)
         g = self.cauchy_fast(x.astype(complex))
         d = -g.imag / np.pi
-        if self.law == "squared-singular-values":
-            d = np.where(x > 0, d, 0.0)
+        if self._kind == "squared-singular-values":  # the law of x > 0; a Gram matrix's eigenvalues: of x >= 0
+            d = np.where((x > 0) | ((x == 0) & self._gram), d, 0.0)
         return np.where(np.isnan(d), np.nan, np.maximum(d, 0.0))
 
     # -- numeric, arbitrary precision -----------------------------------------
     def _system_point(self, w):
         """``(point, value)`` for :func:`~freeprob.solve.newton.solve_point` at the user point ``w``: the point
         in the system's variable at a context's precision, and the checked value (None: the first output)."""
-        if self.law == "eigenvalues":
+        if self._kind == "eigenvalues":
             return (lambda ctx: ctx.mpc(w)), None
         # hermitized variable zeta = sqrt(w), G = G_11 / zeta
         return (lambda ctx: ctx.sqrt(ctx.mpc(w))), (lambda z, outs: outs[0] / z)
 
     def _solve_point(self, w, dps, on_axis):
         """Solve at one user point ``w`` (Im w >= 0) at ``dps`` digits; returns (G, solution)."""
+        if self._gram and w == 0:
+            return self._symmetric._solve_point(w, dps, on_axis)
         point, value = self._system_point(w)
         sol = solve_point(self._numerics, point, dps, on_axis=on_axis, value=value, where=w)
         return sol.value, sol
@@ -544,7 +572,10 @@ class SpectralLaw:
         dps = check_dps(dps)
         ctx = context(dps + guard_digits(dps))
         xq = to_mpf(ctx, x)
-        if self.law == "squared-singular-values" and xq <= 0:
+        # squared singular values: the law of x > 0 (the density is 0 at x <= 0 by convention); the eigenvalues
+        # of a Gram matrix (solved as squared singular values) have density 0 at x < 0, and at 0 the solve
+        # below decides (an atom or a hard edge there is an error, as for every eigenvalue law)
+        if self._kind == "squared-singular-values" and (xq < 0 or (xq == 0 and not self._gram)):
             return ctx.mpf(0), (self._solve_point(ctx.mpc(xq), dps, on_axis=True)[0] if cauchy else None)
         g, _ = self._solve_point(xq, dps, on_axis=True)
         d = -g.imag / ctx.pi
@@ -580,7 +611,7 @@ class SpectralLaw:
             return list(have[:k])
         n = max(k, MIN_SERIES_MOMENTS)
         try:
-            out = series_moments(self.numeric_system, n, 1 if self.law == "eigenvalues" else 2, dps)
+            out = series_moments(self.numeric_system, n, 1 if self._kind == "eigenvalues" else 2, dps)
             if self._has_inverse:
                 try:
                     self._check_far_field(out)
@@ -693,7 +724,7 @@ class SpectralLaw:
 
     def support_range(self):
         """An interval ``(lo, hi)`` (floats) that contains the support, from the even moments."""
-        if self.law == "eigenvalues":
+        if self._kind == "eigenvalues":
             ms = self._moments_float(16)
             r = max(abs(ms[2 * j - 1]) ** (1 / (2 * j)) for j in range(1, 9))
             return -1.6 * r - 1e-3, 1.6 * r + 1e-3
@@ -795,10 +826,10 @@ class SpectralLaw:
 
     def _support_dyson(self, dps, grid):
         s = self.scale
-        range_ = (-s, s) if self.law == "eigenvalues" else (0.0, s)
+        range_ = (-s, s) if self._kind == "eigenvalues" else (0.0, s)
 
         def scan(points):
-            out = support_by_folds(self._numerics, self.density_fast, self.law, range_, points, dps, self.name,
+            out = support_by_folds(self._numerics, self.density_fast, self._kind, range_, points, dps, self.name,
                                    hard_edge=lambda x0: self._at_zero(dps, hard_edge=True), cauchy=self.cauchy_fast)
             if not out:
                 raise ConvergenceError(f"no positive density of {self.name} found on [{range_[0]:.6g}, "
@@ -828,7 +859,7 @@ class SpectralLaw:
         if have is None or len(have) < MIN_SERIES_MOMENTS:
             try:
                 have = tuple(series_moments(self.numeric_system, MIN_SERIES_MOMENTS,
-                                            1 if self.law == "eigenvalues" else 2, dps))
+                                            1 if self._kind == "eigenvalues" else 2, dps))
                 if self._has_inverse:
                     self._check_far_field(have)
                 self._cache.put(("moments", dps), have)
@@ -910,10 +941,15 @@ class SpectralLaw:
         if done is not None:
             return done
         if not hard_edge:
+            if self._gram and self.atom_lower_bound() == 0:
+                # no atom expected: one solve next to 0 in the symmetric system settles a zero mass (the
+                # hermitized system of a non-square factor is singular at 0, and its descent to 0 costs a
+                # ladder of precisions; deep-features-tanh: 0.3 s against 0.1 s)
+                return self._cache.get(("zero", dps, False), lambda: self._symmetric._at_zero(dps))
             return self._cache.get(("zero", dps, False), lambda: atom_at(
-                self._numerics, self.law, 0, dps, self.atom_lower_bound(), self.scale))
+                self._numerics, self._kind, 0, dps, self.atom_lower_bound(), self.scale))
         return self._cache.get(("zero", dps, True), lambda: hard_edge_at(
-            self._numerics, self.law, 0, dps, self.atom_lower_bound(), self.scale))
+            self._numerics, self._kind, 0, dps, self.atom_lower_bound(), self.scale))
 
     def support_fast(self, grid=2001, rel=1e-6):
         """Support intervals in double precision, from the fast density alone.
@@ -937,7 +973,7 @@ class SpectralLaw:
         if self._units:
             return self._units.support_fast(grid, rel)
         key = ("support-fast", grid, rel)
-        return list(self._cache.get(key, lambda: support_by_density(self.density_fast, self.law, grid, rel, self.name)))
+        return list(self._cache.get(key, lambda: support_by_density(self.density_fast, self._kind, grid, rel, self.name)))
 
     def atoms(self, dps=None, candidates=None, method=None):
         """Atoms ``[(x, mass), ...]`` with masses to ``dps`` digits (default 15).
@@ -980,7 +1016,7 @@ class SpectralLaw:
                 if x0 == 0:
                     mass, _ = self._at_zero(dps)
                 else:
-                    mass, _ = atom_at(self._numerics, self.law, float(x0), dps, 0, self.scale)
+                    mass, _ = atom_at(self._numerics, self._kind, float(x0), dps, 0, self.scale)
                 if abs(mass) > ctx.mpf(10) ** (-dps):
                     out.append((to_mpf(ctx, x0), ctx.mpf(mass)))
             return out
@@ -990,7 +1026,7 @@ class SpectralLaw:
     def _all_atoms(self, dps):
         """The atom at 0 completed by those in the gaps of the support (:func:`complete_atoms`)."""
         at_zero = self.atoms(dps, (0,), method="dyson")
-        range_ = (-self.scale, self.scale) if self.law == "eigenvalues" else (0.0, self.scale)
+        range_ = (-self.scale, self.scale) if self._kind == "eigenvalues" else (0.0, self.scale)
         return complete_atoms(at_zero, self.support(dps, method="dyson"), range_, dps, self.density_fast,
                               self.cauchy_fast, lambda z, d: self.cauchy(z, dps=d), self.name)
 
@@ -1047,7 +1083,7 @@ class SpectralLaw:
 
 def _closed_form_data(law):
     """The plain data (and the two callables into the solvers) that :mod:`freeprob.scalar.closedform` works from."""
-    step = 1 if law.law == "eigenvalues" else 2
+    step = 1 if law._kind == "eigenvalues" else 2
     numeric = law.numeric_system
     if not numeric.exact_series:  # an inverse: the closed forms start from the exact series
         raise EliminationError(f"{law.name}: the polynomial route does not take inverses yet; use the Dyson route")
@@ -1066,7 +1102,7 @@ def _closed_form_data(law):
     def reference(z, dps):
         return solve_point(law._numerics, lambda ctx: ctx.mpc(z), dps, where=z)
 
-    return LawData(law.name, law.law, law.system, numeric, MappingProxyType(law.values()), moments, series_moments_of,
+    return LawData(law.name, law._kind, law.system, numeric, MappingProxyType(law.values()), moments, series_moments_of,
                    reference)
 
 

@@ -56,8 +56,9 @@ def test_an_edge_from_a_bracket_in_a_gap_is_the_one_the_bracket_asks_for():
     LEFT end (0.0497), one bracket width away (a latent bug: it was accepted). The side check refuses it
     (density zero on the inside) and the bracketed search returns the right end, which agrees with the
     support found from the density alone (to the 1e-6 relative width that search shrinks its brackets to)."""
-    law = fp.law_of(fp.find_model("random-features-tanh"))
-    assert law._units is None and law.law == "eigenvalues"
+    m = fp.find_model("random-features-tanh")  # Y Y^T / m in its symmetric system (the fold system in x itself)
+    law = fp.SpectralLaw(m.expr, m.law_kind, m.ratios, m.params, gram=False)
+    assert law._units is None and law.reduction.kind == "eigenvalues"
     (a1, b1), (a2, b2) = law.support_fast()
     x_out, x_in = 0.051, 0.066
     assert b1 < x_out < a2 < x_in

@@ -15,13 +15,13 @@ from .exchange import canonical_groups, head_structure, witness_expression
 from .._errors import DomainError, NotSelfAdjointError
 from ..expr.haar import has_haar, rotate
 from ..expr.entrywise import equivalence_report
-from ..expr.tree import LAWS, Expr, expand, transpose_word, word_str
+from ..expr.tree import LAWS, Expr, Product, Scaled, Transpose, expand, transpose_word, word_str
 from .inverse import has_inverse, inverse_conditions
 from .pencil import hermitization, linearize, symmetric_pencil
 from .quotient import QuotientError, quotient
 from .scaling import normalize
 
-__all__ = ["LAWS", "Reduction", "check_symmetric"]
+__all__ = ["LAWS", "Reduction", "check_symmetric", "gram_factor", "strip_scalar"]
 
 
 
@@ -48,6 +48,42 @@ def check_symmetric(expr):
         )
 
 
+def strip_scalar(node):
+    """``(c, M)`` with ``node = c M`` and ``M`` not a scaled expression."""
+    coeff = sympy.Integer(1)
+    while isinstance(node, Scaled):
+        coeff, node = coeff * node.coeff, node.arg
+    return coeff, node
+
+
+def gram_factor(expr):
+    """``(c, F)`` with ``expr = c F F^T`` and ``F`` a product of the first half of ``expr``'s factors, or
+    ``(None, None)``.
+
+    ``expr`` is a product of ``2k`` factors (each possibly scaled) whose second half is the transpose of
+    the first, read backwards: ``X X^T / n``, ``T^T T``, ``S X X^T S`` with a symmetric ``S``.
+
+    >>> import freeprob as fp
+    >>> n, p = fp.dims("n p")
+    >>> X = fp.gaussian("X", (n, p))
+    >>> gram_factor(X @ X.T / n)
+    (1/n, Matrix('X', (n, p), kind='gaussian', variance=1))
+    >>> gram_factor(X @ X.T + X @ X.T)
+    (None, None)
+    """
+    coeff, node = strip_scalar(expr)
+    if not isinstance(node, Product) or len(node.factors) % 2:
+        return None, None
+    factors = []
+    for f in node.factors:
+        c, f = strip_scalar(f)
+        coeff, factors = coeff * c, factors + [f]
+    k = len(factors) // 2
+    if any(Transpose.of(factors[k - 1 - i]) != factors[k + i] for i in range(k)):
+        return None, None
+    return coeff, (factors[0] if k == 1 else Product(tuple(factors[:k])))
+
+
 class Reduction:
     """The symbolic reduction of ``expr`` for the law ``kind``.
 
@@ -64,9 +100,17 @@ class Reduction:
         A partition of the term indices *declares* the groups (as the
         attention builder does); the structure detected on every term must
         then be that partition, else the full system is used.
+    gram : bool, optional
+        Reduce the eigenvalues of a Gram matrix ``c F F^T`` as the squared
+        singular values of ``sqrt(c) F`` (default True; see ``kind``).
 
     Attributes
     ----------
+    kind : {"eigenvalues", "squared-singular-values"}
+        The law the system is solved as: the one asked for, or squared
+        singular values when the eigenvalues of a Gram matrix ``c F F^T``
+        (``c > 0``) were asked for; the system is then that of ``sqrt(c) F``
+        (:func:`gram_factor`), whose squared singular values are the same law.
     system : DysonSystem
         The reduced system (the quotient when one was verified).
     structure : HeadStructure or None
@@ -82,7 +126,7 @@ class Reduction:
         (:mod:`freeprob.expr.entrywise`); empty without entrywise functions.
     """
 
-    def __init__(self, expr, kind, dimensions, symmetry=True):
+    def __init__(self, expr, kind, dimensions, symmetry=True, gram=True):
         if not isinstance(expr, Expr):
             raise TypeError(f"expected a matrix expression, got {expr!r}")
         if kind not in LAWS:
@@ -95,6 +139,13 @@ class Reduction:
             check_blocks(expr)
         if kind == "eigenvalues":
             check_symmetric(expr)
+            # the eigenvalues of c F F^T (c > 0) are the squared singular values of sqrt(c) F, whose
+            # hermitization is a smaller system than the symmetric pencil of the product (a Gaussian with
+            # a variance profile on 2 x 2 cells: 6 unknowns instead of 18; X X^T / n: 2 instead of 6)
+            coeff, factor = gram_factor(expr)
+            if gram and factor is not None and sympy.sympify(coeff).is_positive and not has_haar(expr):
+                normalize(expr, self.dimensions)  # a scaling error names the expression given, not its factor
+                expr, self.kind = Scaled.of(sympy.sqrt(coeff), factor), "squared-singular-values"
         # Haar rotations O D O^T become b_1 I + (b_2 - b_1) Q, Q a random projection written with a fresh
         # Gaussian and an inverse (freeprob.expr.haar); the projections' ranks are new dimensions w n
         self.rotation_ratios = {}

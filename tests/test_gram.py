@@ -1,0 +1,144 @@
+"""The eigenvalues of a Gram matrix ``c F F^T`` solved as the squared singular values of ``sqrt(c) F``.
+
+Contract (docs/math.md §3.2, docs/engine.md: pencil): the law is the same as
+through the symmetric pencil of the product (``gram=False``), which these
+tests compute independently: Cauchy transforms to 30 digits, exact moments,
+support and atoms. Only the system shrinks. The point 0, where the
+hermitized system of a non-square factor is singular, keeps the eigenvalue
+law's meaning (an atom or a hard edge there has no density).
+"""
+
+import mpmath
+import numpy as np
+import pytest
+import sympy
+
+import freeprob as fp
+from freeprob.reduce.reduction import gram_factor
+
+DPS = 30
+
+
+def _pair(expr, ratios, params=None):
+    return (fp.SpectralLaw(expr, "eigenvalues", ratios, params),
+            fp.SpectralLaw(expr, "eigenvalues", ratios, params, gram=False))
+
+
+def _model_pair(name, **values):
+    m = fp.find_model(name)
+    ratios = {**m.ratios, **{k: v for k, v in values.items() if fp.dims(k) in m.ratios}}
+    return (fp.SpectralLaw(m.expr, m.law_kind, ratios, m.params),
+            fp.SpectralLaw(m.expr, m.law_kind, ratios, m.params, gram=False))
+
+
+def _close(a, b, dps=DPS):
+    return abs(a - b) <= mpmath.mpf(10) ** (-dps) * max(1, abs(b))
+
+
+# -- recognizing the Gram form ----------------------------------------------------
+
+def test_gram_factor_reads_palindromic_products():
+    n, p = fp.dims("n p")
+    X = fp.gaussian("X", (n, p))
+    Y = fp.gaussian("Y", (n, p))
+    S = fp.deterministic("S", (n, n), {1: "1/2", 4: "1/2"})
+    D = fp.deterministic("D", (p, p), {1: "1/2", 4: "1/2"})
+    assert gram_factor(X @ X.T / n) == (1 / n, X)
+    assert gram_factor(X.T @ X) == (1, X.T)
+    assert gram_factor((X / 2) @ (X.T / 3)) == (sympy.Rational(1, 6), X)
+    c, f = gram_factor(S @ X @ X.T @ S / n)
+    assert c == 1 / n and f == S @ X
+    # (X X^T)^2 = (X X^T)(X X^T)^T: a Gram matrix too
+    c, f = gram_factor(X @ X.T @ X @ X.T)
+    assert c == 1 and f == X @ X.T
+    for not_gram in (X @ Y.T / n, X @ X.T + Y @ Y.T, X @ D @ X.T, X @ X.T @ X @ Y.T):
+        assert gram_factor(not_gram) == (None, None)
+
+
+def test_which_laws_are_reduced_through_the_factor():
+    n, p = fp.dims("n p")
+    X = fp.gaussian("X", (n, p))
+    W = fp.wigner("W", n)
+    assert fp.SpectralLaw(X @ X.T / n, "eigenvalues", {n: 1, p: 2}).reduction.kind == "squared-singular-values"
+    # a negative coefficient has no real square root, and a sum is no product: the symmetric pencil
+    assert fp.SpectralLaw(-(X @ X.T) / n, "eigenvalues", {n: 1, p: 2}).reduction.kind == "eigenvalues"
+    assert fp.SpectralLaw(W / sympy.sqrt(n) + X @ X.T / n, "eigenvalues", {n: 1, p: 2}).reduction.kind == "eigenvalues"
+    assert fp.SpectralLaw(X @ X.T / n, "eigenvalues", {n: 1, p: 2}, gram=False).reduction.kind == "eigenvalues"
+
+
+def test_the_systems_shrink():
+    for name, before, after in (("block-variance-profile", 18, 6), ("marchenko-pastur", 6, 2),
+                                ("population-covariance", 9, 3)):
+        gram, symmetric = _model_pair(name)
+        assert (symmetric.system.n_unknowns, gram.system.n_unknowns) == (before, after)
+
+
+def test_a_scaling_error_names_the_expression_given():
+    n, p = fp.dims("n p")
+    X = fp.gaussian("X", (n, p))
+    with pytest.raises(fp.ScalingError, match=r"X @ X\.T scales as N\^\(1\)"):
+        fp.SpectralLaw(X @ X.T, "eigenvalues", {n: 1, p: 2})
+
+
+# -- the same law -------------------------------------------------------------------
+
+CASES = [
+    ("marchenko-pastur", {}),            # p/n = 1/2: a gap at 0
+    ("marchenko-pastur", {"p": 2}),      # an atom 1/2 at 0
+    ("marchenko-pastur", {"p": 1}),      # a hard edge at 0
+    ("population-covariance", {}),       # S X X^T S / n, a deterministic factor
+    ("block-variance-profile", {}),      # a variance profile on cells
+]
+
+
+@pytest.mark.parametrize("name, values", CASES)
+def test_the_same_cauchy_transform_to_30_digits(name, values):
+    gram, symmetric = _model_pair(name, **values)
+    for z in ("0.7 + 0.3*I", "2.5 + 0.01*I", "-0.4 + 1e-3*I", "0.2"):
+        assert _close(gram.cauchy(z, dps=DPS), symmetric.cauchy(z, dps=DPS))
+
+
+@pytest.mark.parametrize("name, values", CASES)
+def test_the_same_moments_support_and_atoms(name, values):
+    gram, symmetric = _model_pair(name, **values)
+    assert gram.moments(6) == symmetric.moments(6)  # exact numbers
+    # 15 digits: the symmetric system of block-variance-profile verifies its hard edge at 0 to 15 digits only
+    ours, theirs = gram.support(15), symmetric.support(15)
+    assert len(ours) == len(theirs)
+    assert all(_close(a, b, 15) for x, y in zip(ours, theirs) for a, b in zip(x, y))
+    ours, theirs = gram.atoms(15), symmetric.atoms(15)
+    assert len(ours) == len(theirs)
+    assert all(_close(x, y, 15) and _close(m, w, 15) for (x, m), (y, w) in zip(ours, theirs))
+
+
+def test_a_hard_edge_the_symmetric_system_cannot_verify():
+    """block-variance-profile's support starts at 0 (a hard edge). Its symmetric system (18 unknowns)
+    cannot continue the solution close enough to 0 to verify it beyond 15 digits; the factor's
+    hermitization does, and its edges at 30 digits agree with those at 15 and 20."""
+    gram, symmetric = _model_pair("block-variance-profile")
+    with pytest.raises(fp.ConvergenceError, match="hard edge at 0"):
+        symmetric.support(20)
+    (a30, b30), = gram.support(30)
+    (a15, b15), = symmetric.support(15)
+    (a20, b20), = gram.support(20)
+    assert a30 == a20 == a15 == 0 and _close(b30, b15, 15) and _close(b30, b20, 20)
+
+
+# -- the point 0 ----------------------------------------------------------------------
+
+def test_at_zero_the_eigenvalue_law_keeps_its_meaning():
+    gap, _ = _model_pair("marchenko-pastur")
+    atom, _ = _model_pair("marchenko-pastur", p=2)
+    hard, _ = _model_pair("marchenko-pastur", p=1)
+    # in the gap below the support: density 0, G(0) real (-2 for ratio 1/2: 1/(ratio - 1))
+    assert gap.density(0, dps=DPS) == 0
+    assert _close(gap.cauchy(0, dps=DPS), mpmath.mpf(-2))
+    g = gap.cauchy_fast(np.array([0j]))[0]
+    assert abs(g + 2) < 1e-12
+    # at an atom and at a hard edge the density does not exist: an error, not a number
+    for law in (atom, hard):
+        with pytest.raises(fp.ConvergenceError):
+            law.density(0, dps=20)
+        assert np.isnan(law.density_fast(np.array([0.0]))[0])
+    # below 0 there is no mass
+    assert atom.density(-0.5, dps=20) == 0
