@@ -43,10 +43,11 @@ from ._errors import ConvergenceError, DomainError, ScalingError
 from ._numbers import read_number
 from ._precision import context, to_mpc
 from .expr.profiles import C, R, uniform_table
-from .expr.tree import Expr, Matrix, Product, Scaled, Transpose, leaves
+from .expr.tree import Expr, Matrix, Transpose, leaves
 from .law import _Cache, _read_values  # the law's value cache and the one reader of ratios and parameters (same rank)
 from .profiled import MAX_PROFILE_MOMENTS
 from .reduce.blocks import extrapolate, has_continuous_profile
+from .reduce.reduction import gram_factor, strip_scalar
 from .solve.cdf import tabulate
 from .solve.richardson import Extrapolated, richardson
 from .solve.vector_dyson import gram_moments, solve_gram
@@ -86,24 +87,12 @@ def expansion_exponents(profile, count):
     return tuple(j + 1 for j in range(count))
 
 
-def _strip(node):
-    coeff = sympy.Integer(1)
-    while isinstance(node, Scaled):
-        coeff, node = coeff * node.coeff, node.arg
-    return coeff, node
-
-
 def _gram_factor(expr, law):
     """``(kappa, F)`` with ``expr = kappa F F^T`` (eigenvalues) or ``expr = sqrt(kappa) F`` (singular values)."""
-    coeff, node = _strip(expr)
     if law == "squared-singular-values":
+        coeff, node = strip_scalar(expr)
         return coeff ** 2, node
-    if isinstance(node, Product) and len(node.factors) == 2:
-        c1, f1 = _strip(node.factors[0])
-        c2, f2 = _strip(node.factors[1])
-        if Transpose.of(f1) == f2:
-            return coeff * c1 * c2, f1
-    return None, None
+    return gram_factor(expr)
 
 
 class ProfileLaw:
