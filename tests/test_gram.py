@@ -142,3 +142,20 @@ def test_at_zero_the_eigenvalue_law_keeps_its_meaning():
         assert np.isnan(law.density_fast(np.array([0.0]))[0])
     # below 0 there is no mass
     assert atom.density(-0.5, dps=20) == 0
+
+
+def test_a_zero_mass_at_0_with_quadrature_coefficients_comes_from_one_symmetric_solve(monkeypatch):
+    """deep-features-tanh's coefficients are Gaussian means (quadratures at each precision): the mass at 0
+    is settled by one solve next to 0 in the symmetric system, not by a descent to 0 in the hermitized one
+    (whose ladder of precisions would each cost new quadratures). With exact coefficients the descent runs."""
+    import freeprob.solve.edges as edges
+
+    law = fp.law_of(fp.find_model("deep-features-tanh"))
+    assert law._gram and law._quadrature_coefficients and law.atom_lower_bound() == 0
+    with monkeypatch.context() as mp:
+        mp.setattr(edges._AxisPath, "start", lambda self: pytest.fail("the imaginary-axis descent ran"))
+        assert law._at_zero(15) == (0, "bound")
+    mp_law = fp.law_of(fp.find_model("marchenko-pastur"))
+    assert not mp_law._quadrature_coefficients
+    assert mp_law._at_zero(15) == (0, "bound")
+    assert mp_law._cache.peek("symmetric") is None  # no symmetric system was made
