@@ -18,6 +18,8 @@ nothing of expressions.
   with 10 more digits that must agree to the digits asked for.
 """
 
+import threading
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -231,10 +233,25 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
     P = len(z)
     axis = z.imag == 0
     zt = np.where(axis, z + 1j * axis_offset * (1 + np.abs(z)), z)
-    if P >= 200 and anchors:
-        g, outs, conv, res = _solve_by_anchors(fast, zt, eps, tol, depth, steps_per_decade)
-    else:
-        g, outs, conv, res = _solve_paths(fast, zt, eps, tol, depth, steps_per_decade)
+    # real points between two remembered ones start from them (the law's later solves: a scan's refinements,
+    # edge checks, the mass check); the others, and those whose start is refused, follow paths
+    memory = _memory_of(fast) if (radius is not None and anchors and not eps and axis_offset == 1e-12 and
+                                  tol == 1e-10) else None
+    g = np.zeros((P, fast.r), complex)
+    outs = np.zeros((P, len(fast.outputs)), complex)
+    conv = np.zeros(P, bool)
+    res = np.full(P, np.inf)
+    known = np.zeros(P, bool)
+    if memory is not None and axis.any():
+        on = np.flatnonzero(axis)
+        gk, ok, ck, rk, found = memory.solve(fast, zt[on], tol, radius)
+        hit = on[found]
+        g[hit], outs[hit], conv[hit], res[hit] = gk[found], ok[found], ck[found], rk[found]
+        known[hit] = True
+    rest = np.flatnonzero(~known)
+    if len(rest):
+        solve = _solve_by_anchors if len(rest) >= 200 and anchors else _solve_paths
+        g[rest], outs[rest], conv[rest], res[rest] = solve(fast, zt[rest], eps, tol, depth, steps_per_decade)
     eps_arr = np.full(P, float(eps))
     if radius is not None:
         # before any axis step: a start on a real branch would lead it astray
@@ -298,6 +315,9 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
     if radius is not None:
         idx = np.flatnonzero(conv & ~at_axis)
         conv[idx] = _herglotz_ok(outs[idx], zt[idx], radius)
+    if memory is not None:
+        keep = conv & axis
+        memory.add(z.real[keep], g[keep])
     if raise_on_failure and not conv.all():
         i = int(np.argmin(conv))
         raise ConvergenceError(
@@ -430,6 +450,108 @@ def _midpoints(z0, e0, z1, e1):
     return zm, em
 
 
+def _interpolated(fast, zs, x_lo, x_hi, g_lo, g_hi, tol, eps=0.0):
+    """Newton at ``zs`` from the linear interpolation of solutions ``g_lo``, ``g_hi`` at real parts ``x_lo``,
+    ``x_hi`` on either side; returns ``(g, outputs, residual, good)``. A result is good only if the two
+    differ by at most a tenth of their size (else they straddle an edge or an atom, where the interpolant is
+    no start) and it stays within a quarter of their difference of the interpolant (the scale on which a
+    smooth branch moves between them): so every accepted point is on the branch its neighbours are on."""
+    w = ((zs.real - x_lo) / (x_hi - x_lo + 1e-300))[:, None]
+    g0 = (1 - w) * g_lo + w * g_hi
+    spread = np.max(np.abs(g_hi - g_lo), axis=1)
+    g1, c1, r1, o1 = _newton_fast(fast, g0.copy(), zs, np.full(len(zs), float(eps)), tol=tol)
+    c1 &= _halfplane_ok(o1, zs, 1e-8)
+    near = np.max(np.abs(g1 - g0), axis=1) <= 0.25 * spread + 1e-8 * (1 + np.max(np.abs(g1), axis=1))
+    smooth = spread <= 0.1 * (1 + np.maximum(np.max(np.abs(g_lo), axis=1), np.max(np.abs(g_hi), axis=1)))
+    return g1, o1, r1, c1 & near & smooth
+
+
+#: Most real points a system remembers (:class:`_AxisMemory`); beyond it the oldest half is forgotten.
+MEMORY_POINTS = 20000
+#: Widest gap, relative to the support's bound ``R``, between two remembered points that start a point between.
+MEMORY_SPAN = 1 / 16
+
+
+class _AxisMemory:
+    """Verified double-precision solutions of one system at real points, by real part.
+
+    :func:`solve_fast` (with a support bound, as the law's double-precision
+    entry points call it) adds every real point it verifies, and starts a
+    later real point lying between two remembered ones, at most
+    :data:`MEMORY_SPAN` ``R`` apart, from their interpolation
+    (:func:`_interpolated`, the test of :func:`_solve_by_anchors`). Such a
+    point still passes every check of :func:`solve_fast` (the Herglotz bound
+    first, which refuses a real branch inside the support, then the axis step
+    and the Newton correction); a refused start falls back to the path from
+    ``Im z`` large. The law's later solves (a scan's refinements, the edge
+    checks, the mass check, the grid) then cost a Newton solve per point, not
+    a path.
+    """
+
+    def __init__(self, r):
+        self.lock = threading.Lock()
+        self.x = np.zeros(0)
+        self.g = np.zeros((0, r), complex)
+        self.order = np.zeros(0, np.int64)  # insertion stamps, to forget the oldest
+        self.stamp = 0
+
+    def add(self, x, g):
+        if not len(x):
+            return
+        with self.lock:
+            stamps = self.stamp + np.arange(len(x))
+            self.stamp += len(x)
+            xs = np.concatenate([x, self.x])  # new values first: they win a tie
+            gs = np.concatenate([g, self.g])
+            st = np.concatenate([stamps, self.order])
+            xs, first = np.unique(xs, return_index=True)
+            gs, st = gs[first], st[first]
+            if len(xs) > MEMORY_POINTS:
+                keep = np.sort(np.argsort(st)[len(xs) - MEMORY_POINTS // 2:])
+                xs, gs, st = xs[keep], gs[keep], st[keep]
+            self.x, self.g, self.order = xs, gs, st
+
+    def solve(self, fast, zs, tol, radius):
+        """``(g, outputs, converged, residual, found)`` at the points ``zs`` (just above the axis) that lie
+        between two remembered points; ``found`` marks the points whose start was accepted."""
+        P = len(zs)
+        found = np.zeros(P, bool)
+        g = np.zeros((P, fast.r), complex)
+        outs = np.zeros((P, len(fast.outputs)), complex)
+        res = np.full(P, np.inf)
+        with self.lock:
+            mx, mg = self.x, self.g
+        if len(mx) < 2:
+            return g, outs, found.copy(), res, found
+        x = zs.real
+        hi = np.searchsorted(mx, x, side="right")
+        lo = hi - 1
+        inside = (lo >= 0) & (hi < len(mx))
+        idx = np.flatnonzero(inside)
+        idx = idx[mx[hi[idx]] - mx[lo[idx]] <= MEMORY_SPAN * radius]
+        if not len(idx):
+            return g, outs, found.copy(), res, found
+        g1, o1, r1, good = _interpolated(fast, zs[idx], mx[lo[idx]], mx[hi[idx]], mg[lo[idx]], mg[hi[idx]], tol)
+        good &= _herglotz_ok(o1, zs[idx], radius)
+        hit = idx[good]
+        g[hit], outs[hit], res[hit] = g1[good], o1[good], r1[good]
+        found[hit] = True
+        return g, outs, found.copy(), res, found
+
+
+_MEMORIES = weakref.WeakKeyDictionary()
+_MEMORIES_LOCK = threading.Lock()
+
+
+def _memory_of(fast):
+    """The :class:`_AxisMemory` of a system (made when first asked for; it lives as long as the system)."""
+    with _MEMORIES_LOCK:
+        mem = _MEMORIES.get(fast)
+        if mem is None:
+            mem = _MEMORIES[fast] = _AxisMemory(fast.r)
+        return mem
+
+
 def _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade, stride=8):
     """Many points: full paths for every ``stride``-th point (by real part),
     Newton straight at the target for the others from the linear interpolation
@@ -458,19 +580,10 @@ def _solve_by_anchors(fast, z, eps, tol, depth, steps_per_decade, stride=8):
     rest = idx[~is_anchor]
     hi = np.searchsorted(a_pos, rest)
     lo = hi - 1
-    w = ((zs.real[rest] - zs.real[a_pos[lo]]) / (zs.real[a_pos[hi]] - zs.real[a_pos[lo]] + 1e-300))[:, None]
-    g0 = (1 - w) * ga[lo] + w * ga[hi]
-    spread = np.max(np.abs(ga[hi] - ga[lo]), axis=1)
     ok_anchor = ca[lo] & ca[hi]
-    eps_arr = np.full(len(rest), float(eps))
-    g1, c1, r1, o1 = _newton_fast(fast, g0.copy(), zs[rest], eps_arr, tol=tol)
-    c1 &= _halfplane_ok(o1, zs[rest], 1e-8)
-    near = np.max(np.abs(g1 - g0), axis=1) <= 0.25 * spread + 1e-8 * (1 + np.max(np.abs(g1), axis=1))
-    # anchors that differ by more than a tenth of their size straddle an edge
-    # or an atom: the interpolant is no start there, and a quarter of their
-    # spread would also admit a real solution inside the support
-    smooth = spread <= 0.1 * (1 + np.maximum(np.max(np.abs(ga[lo]), axis=1), np.max(np.abs(ga[hi]), axis=1)))
-    good = c1 & near & ok_anchor & smooth
+    g1, o1, r1, good = _interpolated(fast, zs[rest], zs.real[a_pos[lo]], zs.real[a_pos[hi]], ga[lo], ga[hi], tol,
+                                     eps)
+    good &= ok_anchor
     g[rest[good]], outs[rest[good]], conv[rest[good]], res[rest[good]] = g1[good], o1[good], True, r1[good]
     redo = rest[~good]
     if len(redo):

@@ -1,0 +1,75 @@
+"""Real points started from remembered neighbours (freeprob.solve.newton._AxisMemory).
+
+Contract: a point between two remembered real points, at most MEMORY_SPAN R
+apart, starts from their interpolation and costs a Newton solve, not a path;
+its value is the one a fresh law (with nothing remembered) gives, to the
+double-precision contract (1e-12 relative to max(1, |G|)); a start on the
+wrong branch is refused and the point follows its path.
+"""
+
+import numpy as np
+import pytest
+
+import freeprob as fp
+import freeprob.solve.newton as newton
+
+BOUND = 1e-12
+
+
+def _fresh(name):
+    return fp.law_of(fp.find_model(name))
+
+
+def _paths(monkeypatch):
+    """Count the points that follow a path from Im z large."""
+    count = [0]
+    real = newton._solve_paths
+
+    def counted(fast, z, *args):
+        count[0] += len(z)
+        return real(fast, z, *args)
+
+    monkeypatch.setattr(newton, "_solve_paths", counted)
+    return count
+
+
+@pytest.mark.parametrize("name", ["wigner-semicircle", "marchenko-pastur", "random-features-tanh"])
+def test_points_between_remembered_ones_cost_no_path_and_agree(name, monkeypatch):
+    law = _fresh(name)
+    (a, b), *_ = law.support_fast()
+    coarse = np.linspace(a, b, 41)[1:-1]
+    law.cauchy_fast(coarse)  # remembered
+    count = _paths(monkeypatch)
+    fine = (coarse[:-1] + coarse[1:]) / 2
+    got = law.cauchy_fast(fine)
+    paths = count[0]
+    assert paths <= len(fine) // 10  # a start refused (next to an edge, where G is not smooth) takes its path
+    want = _fresh(name).cauchy_fast(fine)  # a new law remembers nothing: every point by its path
+    assert count[0] == paths + len(fine)
+    assert np.all(np.isfinite(got))
+    assert np.max(np.abs(got - want) / np.maximum(1, np.abs(want))) <= BOUND
+
+
+def test_a_start_across_the_support_is_refused(monkeypatch):
+    """Two remembered points outside the semicircle's support on either side (allowed here by a span of 10 R):
+    G is real at both, and their interpolation starts a point inside the support next to a real solution.
+    The start is refused (the Herglotz bound, and the two values differ by more than a tenth of their size)
+    and the point follows its path: the density is the semicircle's."""
+    law = _fresh("wigner-semicircle")
+    monkeypatch.setattr(newton, "MEMORY_SPAN", 10.0)
+    law.cauchy_fast(np.array([-2.2, 2.2]))
+    count = _paths(monkeypatch)
+    x = np.array([0.0, 0.5, 1.9])
+    d = law.density_fast(x)
+    assert count[0] == len(x)
+    assert np.max(np.abs(d - np.sqrt(4 - x * x) / (2 * np.pi))) <= BOUND
+
+
+def test_the_memory_forgets_its_oldest_half(monkeypatch):
+    monkeypatch.setattr(newton, "MEMORY_POINTS", 100)
+    mem = newton._AxisMemory(1)
+    mem.add(np.arange(80.0), np.zeros((80, 1), complex))
+    mem.add(np.arange(80.0, 160.0), np.ones((80, 1), complex))
+    assert len(mem.x) == 50 and np.all(np.diff(mem.x) > 0) and np.all(mem.g == 1)  # the newest 50, in order
+    mem.add(np.array([150.0]), np.full((1, 1), 2j))  # a new value at a remembered point replaces it
+    assert mem.g[mem.x == 150.0][0, 0] == 2j
