@@ -79,16 +79,25 @@ def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-10, verify=True):
     # one whose step is not finite (left where it is) would give the same values
     # at every further iteration
     live = np.arange(P)
-    for _ in range(maxiter):
+    for it in range(maxiter):
         gl = g[live]
         phi, outs[live], jac = fast.phi(gl, z[live], eps[live], jacobian=True)
         r = gl - phi
         scale = 1 + np.max(np.abs(gl), axis=1)
+        last = res[live]
         res[live] = np.max(np.abs(r), axis=1) / scale
         cl = np.isfinite(res[live]) & (res[live] < tol)
         conv[live] = cl
         if conv.all():
             return g, conv, res, outs
+        if not verify and it >= 2:
+            # an intermediate step of a path whose residual stopped falling has left Newton's basin: it is
+            # given up now (the path halves the step), not after maxiter iterations
+            keep = cl | (res[live] < last)
+            if not keep.all():
+                live, r, jac, gl, cl, scale = (live[keep], r[keep], jac[keep], gl[keep], cl[keep], scale[keep])
+                if not len(live):
+                    break
         with np.errstate(all="ignore"):
             try:
                 delta = np.linalg.solve(eye[None] - jac, r[:, :, None])[:, :, 0]
