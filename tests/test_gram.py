@@ -159,3 +159,20 @@ def test_a_zero_mass_at_0_with_quadrature_coefficients_comes_from_one_symmetric_
     assert not mp_law._quadrature_coefficients
     assert mp_law._at_zero(15) == (0, "bound")
     assert mp_law._cache.peek("symmetric") is None  # no symmetric system was made
+
+
+def test_the_printed_equations_say_how_the_law_was_reduced():
+    import io
+    import json
+
+    from freeprob.cli import main
+
+    out = io.StringIO()
+    assert main(["equations", "marchenko-pastur"], out=out) == 0
+    assert "# reduced as the squared singular values of X/(sqrt(n)) (the same law): z below is sqrt(w)" in out.getvalue()
+    out = io.StringIO()
+    assert main(["equations", "marchenko-pastur", "--json"], out=out) == 0
+    assert json.loads(out.getvalue())["reduced_as"] == "squared singular values of X/(sqrt(n))"
+    out = io.StringIO()
+    assert main(["equations", "wigner-semicircle", "--json"], out=out) == 0
+    assert json.loads(out.getvalue())["reduced_as"] is None

@@ -72,6 +72,8 @@ def cmd_equations(args, out):
             "law": model.law_kind,
             "values": {str(k): str(v) for k, v in law.values().items()},
             "symmetry": law.reduction.symmetry_note,
+            "reduced_as": (None if law.reduction.gram is None else
+                           f"squared singular values of {law.reduction.gram}"),
             "unknowns": [
                 {"name": f"g{k + 1}", "space": str(sysm.spaces[s]), "entry": [p, q]}
                 for k, (s, p, q) in enumerate(sysm.unknowns)
@@ -92,6 +94,9 @@ def cmd_equations(args, out):
     out.write(f"# {model.name}: {model.law_kind} of {model.expression}\n")
     out.write(f"# values: {', '.join(f'{k} = {v}' for k, v in law.values().items())}\n")
     out.write(f"# system: {len(sysm.unknowns)} unknowns; {law.reduction.symmetry_note}\n")
+    if law.reduction.gram is not None:
+        out.write(f"# reduced as the squared singular values of {law.reduction.gram} (the same law): z below is "
+                  f"sqrt(w) for the eigenvalue variable w, and G(w) = G[0,0](sqrt(w)) / sqrt(w)\n")
     if law.reduction.equivalence:
         out.write("# Entrywise functions, reduced as their Gaussian equivalents (derived):\n")
         out.write("".join(f"#   {line}\n" for line in law.reduction.equivalence.text().splitlines()))

@@ -111,6 +111,8 @@ class Reduction:
         singular values when the eigenvalues of a Gram matrix ``c F F^T``
         (``c > 0``) were asked for; the system is then that of ``sqrt(c) F``
         (:func:`gram_factor`), whose squared singular values are the same law.
+    gram : Expr or None
+        That ``sqrt(c) F``, or None.
     system : DysonSystem
         The reduced system (the quotient when one was verified).
     structure : HeadStructure or None
@@ -133,6 +135,7 @@ class Reduction:
             raise ValueError(f"law must be one of {LAWS}, got {kind!r}")
         self.expr = expr
         self.kind = kind
+        self.gram = None
         self.dimensions = tuple(dimensions)
         self.equivalence = equivalence_report(expr)
         if has_blocks(expr):
@@ -146,6 +149,7 @@ class Reduction:
             if gram and factor is not None and sympy.sympify(coeff).is_positive and not has_haar(expr):
                 normalize(expr, self.dimensions)  # a scaling error names the expression given, not its factor
                 expr, self.kind = Scaled.of(sympy.sqrt(coeff), factor), "squared-singular-values"
+                self.gram = expr
         # Haar rotations O D O^T become b_1 I + (b_2 - b_1) Q, Q a random projection written with a fresh
         # Gaussian and an inverse (freeprob.expr.haar); the projections' ranks are new dimensions w n
         self.rotation_ratios = {}
