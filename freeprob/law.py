@@ -255,6 +255,12 @@ class _Cache:
             self._values[key] = value
 
 
+#: Points within this fraction of the scale of 0 are solved, for a Gram matrix's eigenvalues, in its symmetric
+#: system: the hermitized variable sqrt(w) of a non-square factor is singular there (double precision loses the
+#: solution below about 1e-26 of the scale).
+GRAM_ZERO = 1e-20
+
+
 class SpectralLaw:
     """The limiting law of the eigenvalues of a symmetric expression, or of the
     squared singular values of any expression.
@@ -310,6 +316,7 @@ class SpectralLaw:
         init(self, "dimensions", dimensions)
         init(self, "_cache", _Cache())
         init(self, "_symmetry", symmetry)
+        init(self, "_gram_option", gram)
         # the symbolic reduction runs now, so that bad input (shapes, scaling,
         # symmetry) is reported when the law is made, not at its first use
         init(self, "reduction", Reduction(expr, law, dimensions, symmetry=symmetry, gram=gram))
@@ -448,8 +455,10 @@ class SpectralLaw:
         g = self._from_outputs(zs, outs)
         conv &= ~zero
         g = np.where(conv, g, complex(np.nan, np.nan))  # NaN in both parts: an unverified density is NaN, not 0
-        if self._gram and zero.any():  # 0 itself, in the symmetric system of the Gram matrix
-            g[zero] = self._symmetric.cauchy_fast(np.zeros(int(zero.sum()), complex))
+        if self._gram:  # 0 and its neighbourhood, in the symmetric system of the Gram matrix
+            near0 = np.abs(w) <= GRAM_ZERO * self.scale
+            if near0.any():
+                g[near0] = self._symmetric.cauchy_fast(w[near0])
         return np.where(flip, np.conj(g), g)
 
     def density_fast(self, x):
@@ -483,7 +492,7 @@ class SpectralLaw:
 
     def _solve_point(self, w, dps, on_axis):
         """Solve at one user point ``w`` (Im w >= 0) at ``dps`` digits; returns (G, solution)."""
-        if self._gram and w == 0:
+        if self._gram and abs(w) <= GRAM_ZERO * self.scale:
             return self._symmetric._solve_point(w, dps, on_axis)
         point, value = self._system_point(w)
         sol = solve_point(self._numerics, point, dps, on_axis=on_axis, value=value, where=w)
@@ -918,7 +927,8 @@ class SpectralLaw:
             if e == 0:
                 return None
             divided = divided_expression(self.expr, self.values(), e)
-            inner = SpectralLaw(divided, self.law, self.ratios, self.params, self.name, symmetry=self._symmetry)
+            inner = SpectralLaw(divided, self.law, self.ratios, self.params, self.name, symmetry=self._symmetry,
+                                gram=self._gram_option)
             return InUnits(inner, e)
         return self._cache.get("units", build)
 
@@ -1115,7 +1125,7 @@ def _closed_form_data(law):
         return solve_point(law._numerics, lambda ctx: ctx.mpc(z), dps, where=z)
 
     return LawData(law.name, law._kind, law.system, numeric, MappingProxyType(law.values()), moments, series_moments_of,
-                   reference)
+                   reference, asked=law.law)
 
 
 def law_of(model):

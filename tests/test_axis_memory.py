@@ -43,11 +43,13 @@ def test_points_between_remembered_ones_cost_no_path_and_agree(name, monkeypatch
     fine = (coarse[:-1] + coarse[1:]) / 2
     got = law.cauchy_fast(fine)
     paths = count[0]
-    assert paths <= len(fine) // 10  # a start refused (next to an edge, where G is not smooth) takes its path
+    # only the points in the two end cells may be refused (next to a square-root edge G is not smooth)
+    assert paths <= 2
     want = _fresh(name).cauchy_fast(fine)  # a new law remembers nothing: every point by its path
     assert count[0] == paths + len(fine)
     assert np.all(np.isfinite(got))
-    assert np.max(np.abs(got - want) / np.maximum(1, np.abs(want))) <= BOUND
+    # each within BOUND of the truth
+    assert np.max(np.abs(got - want) / np.maximum(1, np.abs(want))) <= 2 * BOUND
 
 
 def test_a_start_across_the_support_is_refused(monkeypatch):

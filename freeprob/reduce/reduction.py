@@ -146,7 +146,9 @@ class Reduction:
             # hermitization is a smaller system than the symmetric pencil of the product (a Gaussian with
             # a variance profile on 2 x 2 cells: 6 unknowns instead of 18; X X^T / n: 2 instead of 6)
             coeff, factor = gram_factor(expr)
-            if gram and factor is not None and sympy.sympify(coeff).is_positive and not has_haar(expr):
+            # (a coefficient in the dimensions only: their ratios are positive; a parameter's value is not known here)
+            if (gram and factor is not None and sympy.sympify(coeff).is_positive and not has_haar(expr)
+                    and sympy.sympify(coeff).free_symbols <= set(self.dimensions)):
                 normalize(expr, self.dimensions)  # a scaling error names the expression given, not its factor
                 expr, self.kind = Scaled.of(sympy.sqrt(coeff), factor), "squared-singular-values"
                 self.gram = expr

@@ -104,6 +104,10 @@ class LawData:
         the system's variable (Im z > 0).
     memo : dict
         Results computed from these data (polynomials), kept with them.
+    asked : str, optional
+        The law asked for when it differs from ``kind``: ``"eigenvalues"`` of
+        a Gram matrix solved as squared singular values (its point 0 is then
+        an eigenvalue law's: no density there at an atom or a hard edge).
     """
 
     name: str
@@ -115,6 +119,7 @@ class LawData:
     series_moments: object
     reference: object
     memo: dict = field(default_factory=dict, repr=False)
+    asked: str = None
 
 
 def as_law_data(law):

@@ -836,7 +836,7 @@ def atom_at(system, kind, x0, dps, lower=0, scale=1.0, hard_edge=False):
     systems = _systems(system)
     ssv = kind == "squared-singular-values"
     if ssv and float(x0) != 0:
-        return atom_mass(systems.system, float(np.sqrt(float(x0))), dps), "extrapolated"
+        return _mass_off_zero(systems.system, float(x0), dps), "extrapolated"
     ctx = context(dps + guard_digits(dps))
     low = to_mpf(ctx, lower)
     scale = float(scale)
@@ -1555,12 +1555,27 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
     return out
 
 
+def _mass_off_zero(system, x0, dps):
+    """The mass at ``x0 != 0`` of a law solved as squared singular values (system variable ``zeta = sqrt(w)``).
+
+    Its first output is ``G_u(zeta) = zeta G(zeta^2)``; next to ``zeta_0 = sqrt(x0)``,
+    ``G(zeta^2) ~ m / ((zeta - zeta_0)(zeta + zeta_0))``, so ``G_u`` has the residue ``m / 2`` there: the mass
+    is twice :func:`atom_mass` at ``zeta_0``. At ``x0 < 0`` it is exactly 0 (the law lives on ``[0, inf)``).
+    """
+    if x0 < 0:
+        return context(dps + guard_digits(dps)).mpf(0)
+    return 2 * atom_mass(system, float(np.sqrt(x0)), dps)
+
+
 def atoms_at(system, kind, candidates, dps):
     """Atoms ``[(x, mass), ...]`` among ``candidates``: :func:`atom_mass` above ``10^-dps``."""
     ctx = context(dps + guard_digits(dps))
     out = []
     for x0 in candidates:
-        m = atom_mass(system, _z_of(kind, float(x0)), dps)
+        if kind == "squared-singular-values" and float(x0) != 0:
+            m = _mass_off_zero(system, float(x0), dps)
+        else:
+            m = atom_mass(system, _z_of(kind, float(x0)), dps)
         if abs(m) > ctx.mpf(10) ** (-dps):
             if m < 0:
                 raise ConvergenceError(f"negative mass {m} at {x0}", point=x0, dps=dps)
