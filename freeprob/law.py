@@ -862,6 +862,10 @@ class SpectralLaw:
         # so the bound alone refuses nothing)
         if grid * SUPPORT_RETRY <= MAX_GRID and self._mass_beyond(out):
             out = scan(grid * SUPPORT_RETRY)
+        # the support is complete only when its continuous mass and the atoms make 1 (the mass check,
+        # complete_atoms): a piece the scan stepped over is an error here, never a silent omission. The
+        # atoms the check finds in the gaps are those atoms() gives
+        self._cache.get(("all-atoms", dps), lambda: self._complete_atoms(out, dps))
         return out
 
     @property
@@ -1046,11 +1050,18 @@ class SpectralLaw:
         return self._closed_or_dyson(method, closed, dyson)
 
     def _all_atoms(self, dps):
-        """The atom at 0 completed by those in the gaps of the support (:func:`complete_atoms`)."""
+        """Every atom: those the Dyson support's mass check settled (:meth:`_complete_atoms`)."""
+        support = self.support(dps, method="dyson")
+        done = self._cache.peek(("all-atoms", dps))
+        return done if done is not None else self._complete_atoms(support, dps)
+
+    def _complete_atoms(self, intervals, dps):
+        """The atom at 0 completed by those in the gaps of ``intervals`` (:func:`complete_atoms`, which raises
+        when the continuous mass and the atoms do not make 1)."""
         at_zero = self.atoms(dps, (0,), method="dyson")
         range_ = (-self.scale, self.scale) if self._kind == "eigenvalues" else (0.0, self.scale)
-        return complete_atoms(at_zero, self.support(dps, method="dyson"), range_, dps, self.density_fast,
-                              self.cauchy_fast, lambda z, d: self.cauchy(z, dps=d), self.name)
+        return complete_atoms(at_zero, intervals, range_, dps, self.density_fast, self.cauchy_fast,
+                              lambda z, d: self.cauchy(z, dps=d), self.name)
 
     def cdf_function(self, nodes=2000, atoms=None, grid=2001):
         """The distribution function as a :class:`~freeprob.solve.cdf.DistributionTable` (double precision).

@@ -60,3 +60,23 @@ def test_a_gap_narrower_than_a_scan_cell_is_found(w, a, width):
     # narrower than a cell of a uniform 401-point scan of the support itself (the scanned range is wider)
     assert gap < float(ref_support[1][1] - ref_support[0][0]) / 400
     _assert_same_support(law.support(dps=DPS), ref_support)
+
+
+def test_a_piece_the_scan_steps_over_is_an_error_not_an_omission(monkeypatch):
+    """W + D with D = {0: 1 - 1e-4, 100: 1e-4}: a piece of mass 1e-4 and width about 0.04 near 100, which
+    the scan's coarse passes step over. The mass check (run by support(), not only by atoms()) finds the
+    mass 1e-4 missing, locates it near 100 and sees that it is not one point: support() raises instead of
+    returning [-2, 2]. A complete support's mass check is the one atoms() then uses, not run twice."""
+    import freeprob.law as law_module
+
+    w = sympy.Rational(1, 10000)
+    D = fp.deterministic("D", (n, n), spectrum={0: 1 - w, 100: w})
+    law = fp.eigenvalue_law(W / sympy.sqrt(n) + D, ratios={n: 1})
+    with pytest.raises(fp.ConvergenceError, match="a piece of support the scan missed"):
+        law.support(DPS, method="dyson")
+    calls = []
+    real = law_module.complete_atoms
+    monkeypatch.setattr(law_module, "complete_atoms", lambda *a, **k: calls.append(1) or real(*a, **k))
+    ok = fp.law_of(fp.find_model("wigner-plus-wishart"))
+    ok.support(DPS)
+    assert ok.atoms(DPS) == [] and len(calls) == 1
