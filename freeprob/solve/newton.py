@@ -325,6 +325,14 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
         idx = np.flatnonzero(conv & ~at_axis)
         conv[idx] = _herglotz_ok(outs[idx], zt[idx], radius)
     if memory is not None:
+        # a point started from the memory that failed a later check (next to an edge its Newton correction can
+        # end just above the tolerance where its path's ends just below) gets its path: the memory never
+        # leaves a point unverified that the path would verify
+        retry = np.flatnonzero(known & ~conv)
+        if len(retry):
+            g[retry], outs[retry], conv[retry], res[retry] = solve_fast(
+                fast, z[retry], eps, steps_per_decade, depth, tol, raise_on_failure=False, anchors=False,
+                polish=polish, axis_offset=axis_offset, radius=radius)
         keep = conv & axis
         memory.add(z.real[keep], g[keep])
     if raise_on_failure and not conv.all():
