@@ -382,6 +382,18 @@ class SpectralLaw:
         return self.reduction.kind
 
     @property
+    def _series_step(self):
+        """The power of the system's variable per moment in the series at infinity: 1, or 2 for ``zeta = sqrt(w)``."""
+        return 1 if self._kind == "eigenvalues" else 2
+
+    @property
+    def _scan_range(self):
+        """The range the scale bounds, in the user's variable: ``(-s, s)``, or ``(0, s)`` for a law on ``[0, inf)``
+        solved as squared singular values."""
+        s = self.scale
+        return (-s, s) if self._kind == "eigenvalues" else (0.0, s)
+
+    @property
     def _symmetric(self):
         """The same law solved in the symmetric system of the Gram matrix (made once, when first needed): its
         values at the point 0, where the hermitized system of a non-square factor is singular."""
@@ -442,6 +454,9 @@ class SpectralLaw:
         # is the imaginary system point i sqrt(-w), solved as it is, and
         # w = 0 (where the atom and a hard edge sit) has no value.
         zero = (zs == 0) & (self._kind == "squared-singular-values")
+        # a Gram matrix's eigenvalues at 0 and next to it: in its symmetric system (below), not solved here
+        near0 = self._gram & (np.abs(w) <= GRAM_ZERO * self.scale)
+        zero |= near0
         near = (zs.imag < eta) & ~zero & ((zs.real != 0) | (self._kind == "eigenvalues"))
         zs = np.where(near, zs.real + 0j, np.where(zero, 1j, zs))
         fast = self.fast  # first: a parameter without a value is reported here, by name
@@ -455,10 +470,8 @@ class SpectralLaw:
         g = self._from_outputs(zs, outs)
         conv &= ~zero
         g = np.where(conv, g, complex(np.nan, np.nan))  # NaN in both parts: an unverified density is NaN, not 0
-        if self._gram:  # 0 and its neighbourhood, in the symmetric system of the Gram matrix
-            near0 = np.abs(w) <= GRAM_ZERO * self.scale
-            if near0.any():
-                g[near0] = self._symmetric.cauchy_fast(w[near0])
+        if near0.any():
+            g[near0] = self._symmetric.cauchy_fast(w[near0])
         return np.where(flip, np.conj(g), g)
 
     def density_fast(self, x):
@@ -630,7 +643,7 @@ class SpectralLaw:
             return list(have[:k])
         n = max(k, MIN_SERIES_MOMENTS)
         try:
-            out = series_moments(self.numeric_system, n, 1 if self._kind == "eigenvalues" else 2, dps)
+            out = series_moments(self.numeric_system, n, self._series_step, dps)
             if self._has_inverse:
                 try:
                     self._check_far_field(out)
@@ -844,8 +857,7 @@ class SpectralLaw:
         return out
 
     def _support_dyson(self, dps, grid):
-        s = self.scale
-        range_ = (-s, s) if self._kind == "eigenvalues" else (0.0, s)
+        range_ = self._scan_range
 
         def scan(points):
             out = support_by_folds(self._numerics, self.density_fast, self._kind, range_, points, dps, self.name,
@@ -881,8 +893,7 @@ class SpectralLaw:
         have = self._cache.peek(("moments", dps))
         if have is None or len(have) < MIN_SERIES_MOMENTS:
             try:
-                have = tuple(series_moments(self.numeric_system, MIN_SERIES_MOMENTS,
-                                            1 if self._kind == "eigenvalues" else 2, dps))
+                have = tuple(series_moments(self.numeric_system, MIN_SERIES_MOMENTS, self._series_step, dps))
                 if self._has_inverse:
                     self._check_far_field(have)
                 self._cache.put(("moments", dps), have)
@@ -1059,8 +1070,7 @@ class SpectralLaw:
         """The atom at 0 completed by those in the gaps of ``intervals`` (:func:`complete_atoms`, which raises
         when the continuous mass and the atoms do not make 1)."""
         at_zero = self.atoms(dps, (0,), method="dyson")
-        range_ = (-self.scale, self.scale) if self._kind == "eigenvalues" else (0.0, self.scale)
-        return complete_atoms(at_zero, intervals, range_, dps, self.density_fast, self.cauchy_fast,
+        return complete_atoms(at_zero, intervals, self._scan_range, dps, self.density_fast, self.cauchy_fast,
                               lambda z, d: self.cauchy(z, dps=d), self.name)
 
     def cdf_function(self, nodes=2000, atoms=None, grid=2001):
@@ -1116,7 +1126,7 @@ class SpectralLaw:
 
 def _closed_form_data(law):
     """The plain data (and the two callables into the solvers) that :mod:`freeprob.scalar.closedform` works from."""
-    step = 1 if law._kind == "eigenvalues" else 2
+    step = law._series_step
     numeric = law.numeric_system
     if not numeric.exact_series:  # an inverse: the closed forms start from the exact series
         raise EliminationError(f"{law.name}: the polynomial route does not take inverses yet; use the Dyson route")

@@ -146,9 +146,11 @@ class Reduction:
             # hermitization is a smaller system than the symmetric pencil of the product (a Gaussian with
             # a variance profile on 2 x 2 cells: 6 unknowns instead of 18; X X^T / n: 2 instead of 6)
             coeff, factor = gram_factor(expr)
-            # (a coefficient in the dimensions only: their ratios are positive; a parameter's value is not known here)
-            if (gram and factor is not None and sympy.sympify(coeff).is_positive and not has_haar(expr)
-                    and sympy.sympify(coeff).free_symbols <= set(self.dimensions)):
+            # a coefficient in the dimensions only: their ratios are positive (a parameter's value, and so its
+            # sign, is not known here)
+            coeff = sympy.sympify(coeff)
+            if (gram and factor is not None and coeff.is_positive and coeff.free_symbols <= set(self.dimensions)
+                    and not has_haar(expr)):
                 normalize(expr, self.dimensions)  # a scaling error names the expression given, not its factor
                 expr, self.kind = Scaled.of(sympy.sqrt(coeff), factor), "squared-singular-values"
                 self.gram = expr

@@ -290,7 +290,7 @@ def cauchy_polynomial(law, symbolic=False, budget_seconds=60):
     others = [i for i in range(len(elim.factors)) if i != elim.kept]
     reason = (
         f"kept factor {elim.kept} of {len(elim.factors)} (degree {poly.degree(G_SYM)} in g, "
-        f"{poly.degree(Z_SYM)} in {'w' if (law.asked or law.kind) != 'eigenvalues' else 'z'}): the only one that vanishes at "
+        f"{poly.degree(Z_SYM)} in {'w' if law.law != 'eigenvalues' else 'z'}): the only one that vanishes at "
         f"the Dyson solution and has the branch g = 1/z + m_1/z^2 + ... with the exact moments "
         f"(checked through order {order - 1})"
     )
@@ -301,7 +301,7 @@ def cauchy_polynomial(law, symbolic=False, budget_seconds=60):
     timing["checks"] = t2 - t1
     timing["total"] = t2 - t0
     out = CauchyPolynomial(
-        poly, G_SYM, Z_SYM, law.asked or law.kind, symbolic, subst, values, elim.factors, elim.kept, checks, reason,
+        poly, G_SYM, Z_SYM, law.law, symbolic, subst, values, elim.factors, elim.kept, checks, reason,
         order, elim.reduced, elim.steps, timing,
     )
     per_law[symbolic] = out
@@ -418,7 +418,7 @@ def polynomial_density(law, x, dps=15):
     dps = check_dps(dps)
     xv = _exact_point(x)
     x0 = float(sympy.sympify(xv))
-    if law.kind == "squared-singular-values" and (x0 < 0 or (x0 == 0 and law.asked in (None, law.kind))):
+    if law.kind == "squared-singular-values" and (x0 < 0 or (x0 == 0 and law.law == law.kind)):
         return context(dps).mpf(0)
     return polynomial_law(law).density(xv, dps, method="polynomial")
 

@@ -121,6 +121,11 @@ class LawData:
     memo: dict = field(default_factory=dict, repr=False)
     asked: str = None
 
+    @property
+    def law(self):
+        """The law asked for: ``asked``, else ``kind``."""
+        return self.asked or self.kind
+
 
 def as_law_data(law):
     """``law`` as :class:`LawData`: itself, or the ``closed_form_data`` of a spectral law."""

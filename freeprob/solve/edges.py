@@ -46,7 +46,6 @@ __all__ = [
     "refine_edge",
     "atom_mass",
     "atom_at",
-    "atoms_at",
     "hard_edge_at",
     "probe_range",
     "coarse_range",
@@ -1565,19 +1564,3 @@ def _mass_off_zero(system, x0, dps):
     if x0 < 0:
         return context(dps + guard_digits(dps)).mpf(0)
     return 2 * atom_mass(system, float(np.sqrt(x0)), dps)
-
-
-def atoms_at(system, kind, candidates, dps):
-    """Atoms ``[(x, mass), ...]`` among ``candidates``: :func:`atom_mass` above ``10^-dps``."""
-    ctx = context(dps + guard_digits(dps))
-    out = []
-    for x0 in candidates:
-        if kind == "squared-singular-values" and float(x0) != 0:
-            m = _mass_off_zero(system, float(x0), dps)
-        else:
-            m = atom_mass(system, _z_of(kind, float(x0)), dps)
-        if abs(m) > ctx.mpf(10) ** (-dps):
-            if m < 0:
-                raise ConvergenceError(f"negative mass {m} at {x0}", point=x0, dps=dps)
-            out.append((ctx.mpf(x0), ctx.mpf(m)))
-    return out

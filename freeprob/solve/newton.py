@@ -244,8 +244,7 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
     zt = np.where(axis, z + 1j * axis_offset * (1 + np.abs(z)), z)
     # real points between two remembered ones start from them (the law's later solves: a scan's refinements,
     # edge checks, the mass check); the others, and those whose start is refused, follow paths
-    memory = _memory_of(fast) if (radius is not None and anchors and not eps and axis_offset == 1e-12 and
-                                  tol == 1e-10) else None
+    memory = _memory_of(fast) if (radius is not None and anchors and not eps) else None
     g = np.zeros((P, fast.r), complex)
     outs = np.zeros((P, len(fast.outputs)), complex)
     conv = np.zeros(P, bool)
@@ -253,10 +252,10 @@ def solve_fast(fast, z, eps=0.0, steps_per_decade=1.0, depth=10, tol=1e-10, rais
     known = np.zeros(P, bool)
     if memory is not None and axis.any():
         on = np.flatnonzero(axis)
-        gk, ok, ck, rk, found = memory.solve(fast, zt[on], tol, radius)
+        gk, ok, rk, found = memory.solve(fast, zt[on], tol, radius)
         hit = on[found]
-        g[hit], outs[hit], conv[hit], res[hit] = gk[found], ok[found], ck[found], rk[found]
-        known[hit] = True
+        g[hit], outs[hit], res[hit] = gk[found], ok[found], rk[found]
+        conv[hit] = known[hit] = True
     rest = np.flatnonzero(~known)
     if len(rest):
         solve = _solve_by_anchors if len(rest) >= 200 and anchors else _solve_paths
@@ -529,8 +528,8 @@ class _AxisMemory:
             self.x, self.g, self.order = xs, gs, st
 
     def solve(self, fast, zs, tol, radius):
-        """``(g, outputs, converged, residual, found)`` at the points ``zs`` (just above the axis) that lie
-        between two remembered points; ``found`` marks the points whose start was accepted."""
+        """``(g, outputs, residual, found)`` at the points ``zs`` (just above the axis) that lie between two
+        remembered points; ``found`` marks the points whose start was accepted (the others are left empty)."""
         P = len(zs)
         found = np.zeros(P, bool)
         g = np.zeros((P, fast.r), complex)
@@ -539,7 +538,7 @@ class _AxisMemory:
         with self.lock:
             mx, mg = self.x, self.g
         if len(mx) < 2:
-            return g, outs, found.copy(), res, found
+            return g, outs, res, found
         x = zs.real
         hi = np.searchsorted(mx, x, side="right")
         lo = hi - 1
@@ -547,13 +546,13 @@ class _AxisMemory:
         idx = np.flatnonzero(inside)
         idx = idx[mx[hi[idx]] - mx[lo[idx]] <= MEMORY_SPAN * radius]
         if not len(idx):
-            return g, outs, found.copy(), res, found
+            return g, outs, res, found
         g1, o1, r1, good = _interpolated(fast, zs[idx], mx[lo[idx]], mx[hi[idx]], mg[lo[idx]], mg[hi[idx]], tol)
         good &= _herglotz_ok(o1, zs[idx], radius)
         hit = idx[good]
         g[hit], outs[hit], res[hit] = g1[good], o1[good], r1[good]
         found[hit] = True
-        return g, outs, found.copy(), res, found
+        return g, outs, res, found
 
 
 _MEMORIES = weakref.WeakKeyDictionary()
