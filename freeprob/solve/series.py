@@ -87,11 +87,12 @@ def _matmul(a, b, zero):
 
 
 def _add(a, b):
-    return [[x + y for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
+    # a zero term is skipped (truthiness, as in _matmul): exact field arithmetic costs the same for a zero
+    return [[x + y if y else x for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
 
 
 def _sub(a, b):
-    return [[x - y for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
+    return [[x - y if y else x for x, y in zip(ra, rb)] for ra, rb in zip(a, b)]
 
 
 #: The move of a plain order-0 iteration below which chord steps take over (numeric series only,
@@ -147,7 +148,8 @@ def series_coefficients(system, order, ctx=None, domain=None):
         k = spaces[s][0]
         m = [[zero] * k for _ in range(k)]
         for i, j, kk, c in spaces[s][3]:
-            m[i][j] = m[i][j] + c * g[kk]
+            if g[kk]:
+                m[i][j] = m[i][j] + c * g[kk]
         return m
 
     def read(gs):
