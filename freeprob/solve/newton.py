@@ -61,6 +61,13 @@ class DysonSolution:
     converged: bool
 
 
+#: An intermediate Newton step of a path is given up once its residual exceeds its best so far this many times
+#: (from the third iteration). A residual that only stalls, or rises a little before it falls, is kept: from a
+#: start a decade away from an atom's pole it rises four-fold, then converges, where halving the step costs
+#: two more solves.
+DIVERGED = 10.0
+
+
 def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-10, verify=True):
     """Newton on all points; returns g, converged mask, residual, outputs.
 
@@ -79,20 +86,22 @@ def _newton_fast(fast, g, z, eps, maxiter=12, tol=1e-10, verify=True):
     # one whose step is not finite (left where it is) would give the same values
     # at every further iteration
     live = np.arange(P)
+    best = np.full(P, np.inf)  # the smallest residual so far
     for it in range(maxiter):
         gl = g[live]
         phi, outs[live], jac = fast.phi(gl, z[live], eps[live], jacobian=True)
         r = gl - phi
         scale = 1 + np.max(np.abs(gl), axis=1)
-        last = res[live]
         res[live] = np.max(np.abs(r), axis=1) / scale
+        last = DIVERGED * best[live]
+        best[live] = np.minimum(best[live], res[live])
         cl = np.isfinite(res[live]) & (res[live] < tol)
         conv[live] = cl
         if conv.all():
             return g, conv, res, outs
         if not verify and it >= 2:
-            # an intermediate step of a path whose residual stopped falling has left Newton's basin: it is
-            # given up now (the path halves the step), not after maxiter iterations
+            # an intermediate step of a path whose residual has grown DIVERGED times above its best has left
+            # Newton's basin: it is given up now (the path halves the step), not after maxiter iterations
             keep = cl | (res[live] < last)
             if not keep.all():
                 live, r, jac, gl, cl, scale = (live[keep], r[keep], jac[keep], gl[keep], cl[keep], scale[keep])
