@@ -366,3 +366,19 @@ def test_deterministic_matrix_inside_an_inverse_against_monte_carlo(dims):
     with pytest.raises(fp.DomainError):
         fp.eigenvalue_law(fp.inv(X @ X.T / n + E), ratios={p: "1/2", n: 1}).system.subs({p: sympy.Rational(1, 2),
                                                                                            n: 1})
+
+
+
+@pytest.mark.parametrize("weights", [(1, 2, 1, 2), (1, 3, 1, 6, 1, 2), (1, 10, 9, 10), (2, 7, 3, 7, 1, 7, 1, 7)])
+def test_the_rotation_of_the_first_output_is_an_exact_householder_reflection(weights):
+    # the rotation that makes the first output sum_k sqrt(w_k) u_k: symmetric, orthogonal, first row sqrt(w),
+    # in exact numbers with no radical left in a denominator
+    from freeprob.reduce.blocks import _householder
+
+    w = [sympy.Rational(a, b) for a, b in zip(weights[::2], weights[1::2])]
+    h = sympy.Matrix(_householder(w))
+    m = len(w)
+    assert sympy.expand(h * h.T - sympy.eye(m)) == sympy.zeros(m)
+    assert h == h.T
+    assert all(sympy.expand(h[0, k] - sympy.sqrt(w[k])) == 0 for k in range(m))
+    assert all(sympy.denom(sympy.together(x)).is_Rational for x in h)

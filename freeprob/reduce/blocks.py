@@ -138,11 +138,15 @@ def _householder(weights):
     m = len(v)
     if m == 1:
         return [[sympy.Integer(1)]]
-    u = [(1 if i == 0 else 0) - v[i] for i in range(m)]
-    den = 1 - v[0]
-    if den == 0:
+    if weights[0] == 1:
         raise DomainError("internal error: a part of weight 1 among several")
-    return [[sympy.radsimp((1 if i == j else 0) - u[i] * u[j] / den) for j in range(m)] for i in range(m)]
+    # I - u u^T / (1 - v_0) with u = e_0 - v, |v| = 1, entry by entry: v_j in row and column 0, and
+    # delta_ij - v_i v_j / (1 - v_0) = delta_ij - sqrt(w_i w_j) (1 + v_0) / (1 - w_0) elsewhere (no radical left
+    # in a denominator, so no simplification is needed)
+    c = (1 + v[0]) / (1 - sympy.sympify(weights[0]))
+    return [[v[j] if i == 0 else v[i] if j == 0 else
+             sympy.expand((1 if i == j else 0) - sympy.sqrt(weights[i] * weights[j]) * c) for j in range(m)]
+            for i in range(m)]
 
 
 def refine(pencil, expr, pair_of):
@@ -245,7 +249,7 @@ def refine(pencil, expr, pair_of):
             for i2, a in images(i):
                 for j2, b in images(j):
                     rotated[(i2, j2)] = rotated.get((i2, j2), 0) + a * b * c
-        const = {key: v for key, v in ((key, sympy.radsimp(sympy.expand(v))) for key, v in rotated.items()) if v != 0}
+        const = {key: v for key, v in ((key, sympy.expand(v)) for key, v in rotated.items()) if v != 0}
     pairs = {}
     for (i, k), new in index.items():
         if i < pencil.n_u:
