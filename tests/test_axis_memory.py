@@ -92,3 +92,17 @@ def test_a_remembered_start_that_fails_a_later_check_gets_its_path():
     got = law.cauchy_fast(x)
     want = fp.eigenvalue_law(expr, ratios={n: 1}).cauchy_fast(x)
     assert np.isfinite(got).all() and np.abs(got - want)[0] / max(1, abs(want[0])) <= 2 * BOUND
+
+
+def test_an_edge_refinement_starts_from_the_remembered_outside_point(monkeypatch):
+    from freeprob.solve.edges import refine_edge
+
+    law = _fresh("marchenko-pastur")  # ratio 1/2: the edges are (1 -+ sqrt(1/2))^2
+    exact = [(1 - np.sqrt(0.5)) ** 2, (1 + np.sqrt(0.5)) ** 2]
+    outside = [exact[0] - 0.01, exact[1] + 0.01]
+    law.density_fast(np.array(outside))  # the scan's points outside, remembered in the system's variable
+    paths = _paths(monkeypatch)
+    for x_out, edge in zip(outside, exact):
+        z = refine_edge(law._numerics, float(np.sqrt(x_out)), 15)
+        assert abs(float(z) ** 2 - edge) <= 1e-14 * edge
+    assert paths[0] == 0

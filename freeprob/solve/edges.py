@@ -40,7 +40,7 @@ import numpy as np
 from .._errors import ConvergenceError
 from .numeric import FastSystem, MPSystem, NumericSystems
 from .._precision import context, flint_precision, guard_digits, to_mpf
-from .newton import _newton_fast, newton_mp, solve_fast, solve_point
+from .newton import _newton_fast, newton_mp, remembered, solve_fast, solve_point
 
 __all__ = [
     "refine_edge",
@@ -346,8 +346,11 @@ def refine_edge(system, z_out, dps, bracket=None, fallback=True):
     """
     systems = _systems(system)
     fast = systems.fast
-    g, outs, conv, res = solve_fast(fast, np.array([complex(z_out, 1e-12 * (1 + abs(z_out)))]), raise_on_failure=False)
-    g = g[0].real
+    # the start: the solution at z_out, which the scan that found the bracket usually remembers
+    g = remembered(fast, float(z_out))
+    if g is None:
+        g = solve_fast(fast, np.array([complex(z_out, 1e-12 * (1 + abs(z_out)))]), raise_on_failure=False)[0][0]
+    g = g.real
     r = len(g)
     _, _, jac = fast.phi(g[None, :].astype(complex), np.array([complex(z_out)]), np.array([0.0]), jacobian=True)
     jr = np.eye(r) - jac[0].real

@@ -536,6 +536,13 @@ class _AxisMemory:
                 xs, gs, st = xs[keep], gs[keep], st[keep]
             self.x, self.g, self.order = xs, gs, st
 
+    def at(self, x):
+        """The remembered solution at the real point ``x`` itself, or None."""
+        with self.lock:
+            mx, mg = self.x, self.g
+        i = int(np.searchsorted(mx, x))
+        return mg[i].copy() if i < len(mx) and mx[i] == x else None
+
     def solve(self, fast, zs, tol, radius):
         """``(g, outputs, residual, found)`` at the points ``zs`` (just above the axis) that lie between two
         remembered points; ``found`` marks the points whose start was accepted (the others are left empty)."""
@@ -566,6 +573,14 @@ class _AxisMemory:
 
 _MEMORIES = weakref.WeakKeyDictionary()
 _MEMORIES_LOCK = threading.Lock()
+
+
+def remembered(fast, x):
+    """The verified double-precision solution of ``fast`` at the real point ``x``, when a law's solve has
+    remembered it (:class:`_AxisMemory`), else None."""
+    with _MEMORIES_LOCK:
+        mem = _MEMORIES.get(fast)
+    return None if mem is None else mem.at(x)
 
 
 def _memory_of(fast):
