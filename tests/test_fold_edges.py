@@ -99,3 +99,28 @@ def test_edge_next_to_a_tiny_piece_is_accepted_when_the_off_axis_probe_is_unveri
     assert len(got) == len(want) == 4
     for (a, b), (ra, rb) in zip(got, want):
         assert abs(a - ra) <= 1e-13 * max(1, abs(ra)) and abs(b - rb) <= 1e-13 * max(1, abs(rb))
+
+
+def test_edges_found_together_are_those_found_one_by_one():
+    """bracketed_edges checks the sides of every first try in one batch of solves: the same edges as
+    bracketed_edge bracket by bracket, including the bracket whose first try lands on the gap's far end."""
+    m = fp.find_model("random-features-tanh")
+    law = fp.SpectralLaw(m.expr, m.law_kind, m.ratios, m.params, gram=False)
+    (a1, b1), (a2, b2) = law.support_fast()
+    thr = 1e-4 * float(np.median(law.density_fast(np.linspace(a2, b2, 50)[1:-1])))
+    brackets = [(b1 + 0.25 * (a2 - b1), b1 - 0.1 * (b1 - a1)), (0.051, 0.066), (b2 * 1.01, b2 * 0.99)]
+    far = edges.refine_edge(law._numerics, 0.051, DPS, bracket=(0.051, 0.066), fallback=False)
+    assert abs(float(far) - b1) < 1e-6  # the second bracket's first try: the far end, which the sides refuse
+    alone = [edges.bracketed_edge(law._numerics, law.density_fast, "eigenvalues", x_out, x_in, thr, DPS,
+                                  law.cauchy_fast) for x_out, x_in in brackets]
+    calls = []
+
+    def cauchy(z):
+        calls.append(len(np.atleast_1d(z)))
+        return law.cauchy_fast(z)
+
+    together = edges.bracketed_edges(law._numerics, law.density_fast, "eigenvalues", brackets, thr, DPS, cauchy)
+    assert together == alone
+    assert calls[0] == 6 * len(brackets)  # the side checks of the three first tries, in one call
+    for e, ref, (x_out, x_in) in zip(together, (b1, a2, b2), brackets):
+        assert abs(float(e) - ref) < 1e-6 * abs(x_in - x_out)

@@ -55,6 +55,7 @@ __all__ = [
     "support_by_density",
     "support_by_folds",
     "bracketed_edge",
+    "bracketed_edges",
     "edge_sides_ok",
     "adaptive_scan",
 ]
@@ -1103,7 +1104,28 @@ SIDE_PROBE = 1e-4
 SIDE_FLOOR = 1e-9
 
 
-def edge_sides_ok(density, x_edge, x_out, x_in, thr, cauchy=None):
+def _side_steps(x_edge, x_out, x_in):
+    """``(side, steps)``: the direction from ``x_out`` to ``x_in`` and the three distances from the edge at which
+    :func:`edge_sides_ok` probes."""
+    side = 1.0 if x_in > x_out else -1.0
+    # not below SIDE_FLOOR of |x| (a bracket around a gap far narrower than a grid cell is tiny, and the
+    # double-precision solve is not verified within about 1e-10 of an edge)
+    steps = max(SIDE_PROBE * abs(x_in - x_out), SIDE_FLOOR * max(1.0, abs(x_edge))) * np.array([1.0, 10.0, 100.0])
+    return side, steps
+
+
+def _side_probes(x_edge, x_out, x_in, cauchy):
+    """The points :func:`edge_sides_ok` solves for the edge ``x_edge`` of the bracket ``(x_out, x_in)``:
+    three inside on the axis, then (with ``cauchy``) three outside just above it; without ``cauchy``, three
+    outside then three inside, on the axis."""
+    x_edge = float(x_edge)
+    side, steps = _side_steps(x_edge, x_out, x_in)
+    if cauchy is None:
+        return np.concatenate([x_edge - side * steps, x_edge + side * steps]).astype(complex)
+    return np.concatenate([x_edge + side * steps, x_edge - side * steps + 1e-3j * steps])
+
+
+def edge_sides_ok(density, x_edge, x_out, x_in, thr, cauchy=None, values=None):
     """Whether ``x_edge`` (user variable) is the edge the bracket ``(x_out, x_in)`` asks for.
 
     The fold system has a solution at every soft edge, and Newton's method
@@ -1127,15 +1149,14 @@ def edge_sides_ok(density, x_edge, x_out, x_in, thr, cauchy=None):
     off-axis value is verified). Without ``cauchy``, or when no off-axis value
     is verified, the outside values on the axis must not be verified positive.
     """
-    side = 1.0 if x_in > x_out else -1.0
     x_edge = float(x_edge)
-    # not below SIDE_FLOOR of |x| (a bracket around a gap far narrower than a grid cell is tiny, and the
-    # double-precision solve is not verified within about 1e-10 of an edge)
-    steps = max(SIDE_PROBE * abs(x_in - x_out), SIDE_FLOOR * max(1.0, abs(x_edge))) * np.array([1.0, 10.0, 100.0])
+    if values is None:
+        points = _side_probes(x_edge, x_out, x_in, cauchy)
+        values = cauchy(points) if cauchy is not None else density(points.real)
+    side, steps = _side_steps(x_edge, x_out, x_in)
     tiny = 1e-6 * thr
     if cauchy is not None:
-        out_pts = x_edge - side * steps + 1e-3j * steps
-        vals = -np.imag(cauchy(np.concatenate([x_edge + side * steps, out_pts]))) / np.pi
+        vals = -np.imag(values) / np.pi
         inside, outside = vals[:3], vals[3:]
         for in_value in inside:
             if np.isfinite(in_value):
@@ -1151,7 +1172,7 @@ def edge_sides_ok(density, x_edge, x_out, x_in, thr, cauchy=None):
                 axis = density(x_edge - side * steps)
                 return bool(in_value > tiny and not np.any(axis > tiny))
         return False
-    values = density(np.concatenate([x_edge - side * steps, x_edge + side * steps]))
+    values = np.asarray(values, dtype=float)
     for out_value, in_value in zip(values[:3], values[3:]):
         # the first verified inside value decides; outside, the double-precision
         # density is often not verified (NaN) next to an edge: it must only not
@@ -1177,30 +1198,51 @@ def bracketed_edge(system, density, kind, x_out, x_in, thr, dps, cauchy=None):
         When neither start gives an edge with zero density outside and positive
         density inside.
     """
+    return bracketed_edges(system, density, kind, [(x_out, x_in)], thr, dps, cauchy)[0]
+
+
+def bracketed_edges(system, density, kind, brackets, thr, dps, cauchy=None):
+    """:func:`bracketed_edge` for each ``(x_out, x_in)`` of ``brackets``; the first tries' side checks are
+    solved in one batch (a batch of double-precision solves costs its paths' steps, hardly its points)."""
     systems = _systems(system)
     ctx = context(dps + guard_digits(dps))
-    bracket = (_z_of(kind, x_out), _z_of(kind, x_in))
 
     def user(e):
         e = ctx.mpf(e)
         return e if kind == "eigenvalues" else e * e
 
-    try:
+    def first(x_out, x_in):
         # Newton on the fold system straight from the grid point outside
-        e = user(refine_edge(systems, _z_of(kind, x_out), dps, bracket=bracket, fallback=False))
-        if edge_sides_ok(density, e, x_out, x_in, thr, cauchy):
-            return e
-    except ConvergenceError:
-        pass
-    # shrink the grid bracket in double precision first, so that Newton
-    # starts well inside its basin
-    near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
-    e = user(refine_edge(systems, _z_of(kind, near), dps, bracket=bracket))
-    if not edge_sides_ok(density, e, x_out, x_in, thr, cauchy):
-        raise ConvergenceError(
-            f"the edge search between x = {x_out} (outside) and x = {x_in} (inside) converged to "
-            f"{float(e):.15g}, where the density could not be verified to be zero outside and positive inside", point=x_out, dps=dps)
-    return e
+        try:
+            return user(refine_edge(systems, _z_of(kind, x_out), dps, bracket=(_z_of(kind, x_out), _z_of(kind, x_in)),
+                                    fallback=False))
+        except ConvergenceError:
+            return None
+
+    found = [first(x_out, x_in) for x_out, x_in in brackets]
+    tried = [i for i, e in enumerate(found) if e is not None]
+    ok = [False] * len(brackets)
+    if tried:
+        probes = [_side_probes(found[i], *brackets[i], cauchy) for i in tried]
+        flat = np.concatenate(probes)
+        values = cauchy(flat) if cauchy is not None else density(flat.real)
+        at = np.cumsum([0] + [len(p) for p in probes])
+        for k, i in enumerate(tried):
+            ok[i] = edge_sides_ok(density, found[i], *brackets[i], thr, cauchy, values=values[at[k]:at[k + 1]])
+    out = []
+    for (x_out, x_in), e, good in zip(brackets, found, ok):
+        if not good:
+            # shrink the grid bracket in double precision first, so that Newton
+            # starts well inside its basin
+            near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
+            e = user(refine_edge(systems, _z_of(kind, near), dps, bracket=(_z_of(kind, x_out), _z_of(kind, x_in))))
+            if not edge_sides_ok(density, e, x_out, x_in, thr, cauchy):
+                raise ConvergenceError(
+                    f"the edge search between x = {x_out} (outside) and x = {x_in} (inside) converged to "
+                    f"{float(e):.15g}, where the density could not be verified to be zero outside and positive "
+                    f"inside", point=x_out, dps=dps)
+        out.append(e)
+    return out
 
 
 def _z_of(kind, x):
@@ -1534,27 +1576,27 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
 
     ctx = context(dps + guard_digits(dps))
 
-    def edge(x_out, x_in):
-        return bracketed_edge(systems, density, kind, x_out, x_in, thr, dps, cauchy)
-
     def hard(x0):
         if hard_edge is None:
             raise ConvergenceError(f"the density of {what} grows towards {x0}: a hard edge there is not verified")
         hard_edge(x0)
         return ctx.mpf(x0)
 
-    out = []
+    # each end of each run: a hard edge at 0 (verified now), or the bracket of a soft edge (all found together)
+    ends = []
     for i0, i1, hard_zero in support_runs(xs, d, pos, kind, what):
         if hard_zero or _grows_to_zero(xs, d, i0, i0 - 1, i0 + 1, kind, i1 > i0, density, thr):
-            left = hard(0)
+            ends.append(hard(0))
         else:
-            left = edge(xs[i0 - 1], xs[i0])
+            ends.append((xs[i0 - 1], xs[i0]))
         if _grows_to_zero(xs, d, i1, i1 + 1, i1 - 1, kind, i1 > i0, density, thr):
-            right = hard(0)
+            ends.append(hard(0))
         else:
-            right = edge(xs[i1 + 1], xs[i1])
-        out.append((left, right))
-    return out
+            ends.append((xs[i1 + 1], xs[i1]))
+    soft = [k for k, e in enumerate(ends) if isinstance(e, tuple)]
+    for k, e in zip(soft, bracketed_edges(systems, density, kind, [ends[k] for k in soft], thr, dps, cauchy)):
+        ends[k] = e
+    return list(zip(ends[::2], ends[1::2]))
 
 
 def _mass_off_zero(system, x0, dps):
