@@ -38,7 +38,7 @@ from .solve.contour import contour_moments
 from .solve.edges import atom_at, hard_edge_at, support_by_density, support_by_folds
 from .solve.newton import solve_fast, solve_point, solve_points
 from .solve.numeric import NumericSystems
-from .solve.poles import complete_atoms
+from .solve.poles import MissedSupport, complete_atoms
 from .solve.series import series_coefficients, series_moments, system_domain
 from .units import InUnits, divided_expression, unit_for
 
@@ -54,6 +54,8 @@ MIN_SERIES_MOMENTS = 4
 MAX_GRID = 100000
 #: How much finer the support scan is repeated when the moments show mass beyond the support found.
 SUPPORT_RETRY = 5
+#: Pieces of support the mass check may find missing, and a scan of their window then find, in one support().
+MAX_RESCANS = 4
 #: Default route for support and atoms: systems with more unknowns skip the
 #: polynomial (elimination) route. Measured: 6-12 unknowns eliminate in
 #: 0.1-1.6 s; the 20-unknown two-head attention system had not finished after
@@ -875,10 +877,35 @@ class SpectralLaw:
         if grid * SUPPORT_RETRY <= MAX_GRID and self._mass_beyond(out):
             out = scan(grid * SUPPORT_RETRY)
         # the support is complete only when its continuous mass and the atoms make 1 (the mass check,
-        # complete_atoms): a piece the scan stepped over is an error here, never a silent omission. The
-        # atoms the check finds in the gaps are those atoms() gives
+        # complete_atoms): a piece the scan stepped over is found again by a scan of the window the check
+        # locates it in, or is an error, never a silent omission. The atoms the check finds in the gaps are
+        # those atoms() gives
+        for _ in range(MAX_RESCANS):
+            try:
+                self._cache.get(("all-atoms", dps), lambda: self._complete_atoms(out, dps))
+                return out
+            except MissedSupport as missed:
+                out = self._with_missed_piece(out, missed, dps, grid)
         self._cache.get(("all-atoms", dps), lambda: self._complete_atoms(out, dps))
         return out
+
+    def _with_missed_piece(self, intervals, missed, dps, grid):
+        """``intervals`` with the support in the window ``(center - radius, center + radius)`` where the mass
+        check found mass that is not an atom (:class:`~freeprob.solve.poles.MissedSupport`), scanned alone
+        (the window keeps away from the support found, and from 0). Re-raises when the scan finds nothing
+        new there."""
+        lo, hi = missed.center - missed.radius, missed.center + missed.radius
+        if lo <= 0 <= hi or any(a < hi and lo < b for a, b in ((float(a), float(b)) for a, b in intervals)):
+            raise missed
+        try:
+            pieces = support_by_folds(self._numerics, self.density_fast, self._kind, (lo, hi), grid, dps,
+                                      self.name, cauchy=self.cauchy_fast, local=True)
+        except ConvergenceError:
+            raise missed from None
+        pieces = [(a, b) for a, b in pieces if lo < float(a) and float(b) < hi]
+        if not pieces:
+            raise missed
+        return sorted(list(intervals) + pieces, key=lambda ab: float(ab[0]))
 
     @property
     def _has_inverse(self):
@@ -1071,7 +1098,7 @@ class SpectralLaw:
         when the continuous mass and the atoms do not make 1)."""
         at_zero = self.atoms(dps, (0,), method="dyson")
         return complete_atoms(at_zero, intervals, self._scan_range, dps, self.density_fast, self.cauchy_fast,
-                              lambda z, d: self.cauchy(z, dps=d), self.name)
+                              lambda z, d: self.cauchy(z, dps=d), self.name, lambda x: self.density(x, dps=15))
 
     def cdf_function(self, nodes=2000, atoms=None, grid=2001):
         """The distribution function as a :class:`~freeprob.solve.cdf.DistributionTable` (double precision).

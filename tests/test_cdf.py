@@ -6,6 +6,7 @@ import math
 import numpy as np
 import pytest
 
+from freeprob import ConvergenceError
 from freeprob.solve import cdf
 
 
@@ -56,3 +57,28 @@ def test_two_intervals_add_up():
     """Half a semicircle on each of two intervals: the masses add."""
     mass, err = cdf.continuous_mass(semicircle, [(-2.0, 0.0), (0.0, 2.0)])
     assert abs(mass - 1) <= err + 1e-12
+
+
+def test_the_mass_check_solves_its_few_unverified_points_in_more_digits():
+    # the semicircle's density, unverified (NaN) at the nodes nearest its edges, as the double-precision
+    # solve is next to the edges of a narrow piece far from 0
+    from freeprob.solve.cdf import continuous_mass
+
+    def semicircle(x):
+        return np.sqrt(np.maximum(4 - x * x, 0)) / (2 * np.pi)
+
+    def patchy(x):
+        x = np.asarray(x, dtype=float)
+        return np.where(np.abs(x) > 1.9999, np.nan, semicircle(x))
+
+    asked = []
+
+    def exact(x):
+        asked.append(x)
+        return semicircle(np.array([x]))[0]
+
+    mass, err = continuous_mass(patchy, [(-2.0, 2.0)], exact=exact)
+    assert len(asked) == 2 and all(abs(x) > 1.9999 for x in asked)
+    assert abs(mass - 1) <= 1e-9 + err
+    with pytest.raises(ConvergenceError, match="could not be verified"):
+        continuous_mass(patchy, [(-2.0, 2.0)])

@@ -62,18 +62,28 @@ def test_a_gap_narrower_than_a_scan_cell_is_found(w, a, width):
     _assert_same_support(law.support(dps=DPS), ref_support)
 
 
-def test_a_piece_the_scan_steps_over_is_an_error_not_an_omission(monkeypatch):
+def test_a_piece_the_scan_steps_over_is_found_in_the_window_the_mass_check_names(monkeypatch):
     """W + D with D = {0: 1 - 1e-4, 100: 1e-4}: a piece of mass 1e-4 and width about 0.04 near 100, which
     the scan's coarse passes step over. The mass check (run by support(), not only by atoms()) finds the
-    mass 1e-4 missing, locates it near 100 and sees that it is not one point: support() raises instead of
-    returning [-2, 2]. A complete support's mass check is the one atoms() then uses, not run twice."""
+    mass 1e-4 missing, locates it near 100 and sees that it is not one point; the window it names is scanned
+    alone, and support() returns both pieces, equal to the reference's to 15 digits (it returned [-2, 2]
+    once, then raised). When the window's scan finds nothing, support() raises, never omits the piece. A
+    complete support's mass check is the one atoms() then uses, not run twice."""
     import freeprob.law as law_module
 
     w = sympy.Rational(1, 10000)
     D = fp.deterministic("D", (n, n), spectrum={0: 1 - w, 100: w})
     law = fp.eigenvalue_law(W / sympy.sqrt(n) + D, ratios={n: 1})
+    ref = fp.free_additive_convolution(fp.Semicircle(1), fp.Atomic([0, 100], [1 - w, w]))
+    _assert_same_support(law.support(DPS, method="dyson"), ref.support(dps=DPS))
+    assert law.atoms(DPS) == []
+    blind = fp.eigenvalue_law(W / sympy.sqrt(n) + D, ratios={n: 1})
+    real_scan = law_module.support_by_folds
+    monkeypatch.setattr(law_module, "support_by_folds",
+                        lambda *a, **k: [] if k.get("local") else real_scan(*a, **k))
     with pytest.raises(fp.ConvergenceError, match="a piece of support the scan missed"):
-        law.support(DPS, method="dyson")
+        blind.support(DPS, method="dyson")
+    monkeypatch.setattr(law_module, "support_by_folds", real_scan)
     calls = []
     real = law_module.complete_atoms
     monkeypatch.setattr(law_module, "complete_atoms", lambda *a, **k: calls.append(1) or real(*a, **k))

@@ -1528,7 +1528,8 @@ def _density_of(g, x, kind):
     return np.where(np.isnan(d), np.nan, np.maximum(d, 0.0))
 
 
-def support_by_folds(system, density, kind, range_, grid, dps, what="the law", hard_edge=None, cauchy=None):
+def support_by_folds(system, density, kind, range_, grid, dps, what="the law", hard_edge=None, cauchy=None,
+                     local=False):
     """Support intervals with edges to ``dps`` digits.
 
     Brackets come from :func:`adaptive_scan` of ``cauchy`` when given (a
@@ -1558,6 +1559,10 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
     cauchy : callable, optional
         Vectorized double-precision Cauchy transform at real points (NaN where
         unverified).
+    local : bool
+        ``range_`` is a window away from 0 whose ends lie outside the support
+        (the rescan of a piece the mass check found missing): it is scanned as
+        it is, without the ends a law of squared singular values keeps at 0.
     hard_edge : callable, optional
         ``hard_edge(x0)`` verifies a hard edge at ``x0`` (raising
         :class:`ConvergenceError` when it cannot); without it a hard edge
@@ -1568,11 +1573,12 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
     list of (mpf, mpf)
     """
     systems = _systems(system)
+    scan = "eigenvalues" if local else kind  # how the range is scanned; edges are solved in the system's kind
     if cauchy is None:
-        range_ = coarse_range(density, kind, max(64, grid // 4), range_, what)
-        xs, d, thr, pos = support_grid(density, kind, grid, range_, what)
+        range_ = coarse_range(density, scan, max(64, grid // 4), range_, what)
+        xs, d, thr, pos = support_grid(density, scan, grid, range_, what)
     else:
-        xs, d, thr, pos = adaptive_scan(cauchy, kind, grid, range_, what)
+        xs, d, thr, pos = adaptive_scan(cauchy, scan, grid, range_, what)
 
     ctx = context(dps + guard_digits(dps))
 
@@ -1584,12 +1590,12 @@ def support_by_folds(system, density, kind, range_, grid, dps, what="the law", h
 
     # each end of each run: a hard edge at 0 (verified now), or the bracket of a soft edge (all found together)
     ends = []
-    for i0, i1, hard_zero in support_runs(xs, d, pos, kind, what):
-        if hard_zero or _grows_to_zero(xs, d, i0, i0 - 1, i0 + 1, kind, i1 > i0, density, thr):
+    for i0, i1, hard_zero in support_runs(xs, d, pos, scan, what):
+        if hard_zero or _grows_to_zero(xs, d, i0, i0 - 1, i0 + 1, scan, i1 > i0, density, thr):
             ends.append(hard(0))
         else:
             ends.append((xs[i0 - 1], xs[i0]))
-        if _grows_to_zero(xs, d, i1, i1 + 1, i1 - 1, kind, i1 > i0, density, thr):
+        if _grows_to_zero(xs, d, i1, i1 + 1, i1 - 1, scan, i1 > i0, density, thr):
             ends.append(hard(0))
         else:
             ends.append((xs[i1 + 1], xs[i1]))

@@ -119,6 +119,17 @@ def _narrow(cauchy_fast, xs, singular, depth=0):
     return out
 
 
+class MissedSupport(ConvergenceError):
+    """Mass inside the circle ``|z - center| = radius`` that is not at one point: a piece of support the scan
+    stepped over (:func:`atom_on_circle`). The circle keeps :data:`SEPARATION` times its radius from the
+    support found and the atoms, so the piece lies in ``(center - radius, center + radius)``."""
+
+    def __init__(self, message, center, radius, dps):
+        super().__init__(message, point=center, dps=dps)
+        self.center = float(center)
+        self.radius = float(radius)
+
+
 def atom_on_circle(cauchy, center, radius, dps, what="the law"):
     """``(location, mass)`` (mpf) of the atom inside ``|z - center| = radius``, or None when it encloses no mass.
 
@@ -131,7 +142,8 @@ def atom_on_circle(cauchy, center, radius, dps, what="the law"):
     ------
     ConvergenceError
         When the rules do not settle, when what the circle encloses is not one point (``I_0 I_2 - I_1^2`` is
-        not 0: a piece of support), or when the location is not settled to ``dps`` digits.
+        not 0: a piece of support, :class:`MissedSupport`), or when the location is not settled to ``dps``
+        digits.
     """
     work = dps + guard_digits(dps) + 3
     ctx = context(work)
@@ -153,10 +165,10 @@ def atom_on_circle(cauchy, center, radius, dps, what="the law"):
                                f"negative ({ctx.nstr(i0, 8)})", point=center, dps=dps)
     spread = i0 * i2 - i1 * i1  # mass^2 times the variance of what lies inside the circle
     if abs(spread) > 4 * tol * r * r:
-        raise ConvergenceError(
+        raise MissedSupport(
             f"{what} has mass {ctx.nstr(i0, 8)} near x = {center:.10g}, but not at one point (mass times variance "
             f"{ctx.nstr(spread, 3)} inside |z - {center:.10g}| = {float(radius):.3g}): a piece of support the scan "
-            f"missed", point=center, dps=dps)
+            f"missed", center, radius, dps)
     location = ctx.mpf(center) + i1 / i0
     if tol * r / i0 > ctx.mpf(10) ** (-dps) * max(1, abs(location)):
         raise ConvergenceError(
@@ -185,11 +197,13 @@ def _gaps(intervals, range_):
     return [(a, b) for a, b in out if b > a]
 
 
-def complete_atoms(known, intervals, range_, dps, density_fast, cauchy_fast, cauchy, what="the law"):
+def complete_atoms(known, intervals, range_, dps, density_fast, cauchy_fast, cauchy, what="the law",
+                   density_exact=None):
     """Every atom: ``known`` (mpf pairs, settled at the points asked about) and those in the gaps of the support.
 
     The continuous mass on the support ``intervals`` (double precision,
-    :func:`~freeprob.solve.cdf.continuous_mass`) plus the atoms must be 1 to
+    :func:`~freeprob.solve.cdf.continuous_mass`; ``density_exact(x)`` solves the few points the double
+    precision does not verify) plus the atoms must be 1 to
     :data:`MASS_TOL` plus the quadrature's error estimate. When it is not,
     the poles of ``G`` in the gaps of ``range_`` (:func:`pole_cells`) are
     measured on circles (:func:`atom_on_circle`) and the check is made again.
@@ -202,7 +216,7 @@ def complete_atoms(known, intervals, range_, dps, density_fast, cauchy_fast, cau
     """
     intervals = sorted((float(a), float(b)) for a, b in intervals)
     hard = [0.0] if any(0.0 in iv for iv in intervals) else []
-    continuous, err = continuous_mass(density_fast, intervals, hard)
+    continuous, err = continuous_mass(density_fast, intervals, hard, density_exact)
     if _adds_up(continuous, err, known):
         return list(known)
     # the ends of the range are not singular, but the search stops there: circles keep away from them too
