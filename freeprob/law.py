@@ -399,8 +399,16 @@ class SpectralLaw:
     def _symmetric(self):
         """The same law solved in the symmetric system of the Gram matrix (made once, when first needed): its
         values at the point 0, where the hermitized system of a non-square factor is singular."""
-        return self._cache.get("symmetric", lambda: SpectralLaw(self.expr, self.law, self.ratios, self.params,
-                                                                 self.name, symmetry=self._symmetry, gram=False))
+        def build():
+            try:
+                return SpectralLaw(self.expr, self.law, self.ratios, self.params, self.name, symmetry=self._symmetry,
+                                   gram=False)
+            except DomainError as exc:  # the symmetric pencil carries each leaf twice: it can be too large
+                raise ConvergenceError(
+                    f"{self.name}: the eigenvalues of a Gram matrix at 0 (within {GRAM_ZERO:g} of the scale) are "
+                    f"solved in its symmetric system, which cannot be made here ({exc}); ask for points away "
+                    f"from 0") from None
+        return self._cache.get("symmetric", build)
 
     @property
     def _quadrature_coefficients(self):
@@ -1009,7 +1017,12 @@ class SpectralLaw:
                 # ladder of precisions (60 to 100 digits for 15), each of which costs new quadratures of the
                 # coefficients that are Gaussian means (deep-features-tanh: 0.35 s against 0.13 s with the
                 # symmetric system's reduction); with exact coefficients the descent is the cheaper (0.02 s)
-                return self._cache.get(("zero", dps, False), lambda: self._symmetric._at_zero(dps))
+                try:
+                    twin = self._symmetric
+                except ConvergenceError:  # too large: the descent in the hermitized system, slower but sound
+                    twin = None
+                if twin is not None:
+                    return self._cache.get(("zero", dps, False), lambda: twin._at_zero(dps))
             return self._cache.get(("zero", dps, False), lambda: atom_at(
                 self._numerics, self._kind, 0, dps, self.atom_lower_bound(), self.scale))
         return self._cache.get(("zero", dps, True), lambda: hard_edge_at(

@@ -166,6 +166,23 @@ def test_a_zero_mass_at_0_with_quadrature_coefficients_comes_from_one_symmetric_
     assert mp_law._cache.peek("symmetric") is None  # no symmetric system was made
 
 
+def test_a_symmetric_system_too_large_to_make(monkeypatch):
+    """The symmetric pencil carries each leaf twice: for a Gram law whose factor fits the unknowns a law
+    solves but whose symmetric system does not, points at 0 are a ConvergenceError that says so (not the
+    too-large error of a law that was made), and the mass at 0 comes from the hermitized system's descent,
+    equal to the one the symmetric system gives."""
+    import freeprob.law as law_module
+
+    ref = fp.law_of(fp.find_model("deep-features-tanh"))._at_zero(15)
+    law = fp.law_of(fp.find_model("deep-features-tanh"))
+    small = law.system.n_unknowns
+    monkeypatch.setattr(law_module, "MAX_UNKNOWNS", small)  # the factor's system fits, the symmetric one not
+    with pytest.raises(fp.ConvergenceError, match="symmetric system, which cannot be made"):
+        law.cauchy_fast(np.array([0j]))
+    mass, _ = law._at_zero(15)
+    assert mass == ref[0] == 0
+
+
 def test_the_printed_equations_say_how_the_law_was_reduced():
     import io
     import json
