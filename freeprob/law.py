@@ -890,12 +890,24 @@ class SpectralLaw:
         # those atoms() gives
         for _ in range(MAX_RESCANS):
             try:
-                self._cache.get(("all-atoms", dps), lambda: self._complete_atoms(out, dps))
+                self._mass_check(out, dps)
                 return out
             except MissedSupport as missed:
                 out = self._with_missed_piece(out, missed, dps, grid)
-        self._cache.get(("all-atoms", dps), lambda: self._complete_atoms(out, dps))
+        try:
+            self._mass_check(out, dps)
+        except MissedSupport as missed:
+            raise ConvergenceError(f"{missed} ({MAX_RESCANS} windows were scanned for pieces the scan missed "
+                                   f"already)", point=missed.point, dps=dps) from None
         return out
+
+    def _mass_check(self, intervals, dps):
+        """The mass check of the support ``intervals`` (:meth:`_complete_atoms`), once per support: a support
+        found on another grid is checked again (a piece found by a window's scan is missed by every grid's
+        scan). The first support checked gives the atoms :meth:`atoms` returns."""
+        key = tuple((str(a), str(b)) for a, b in intervals)
+        found = self._cache.get(("mass-check", dps, key), lambda: self._complete_atoms(intervals, dps))
+        self._cache.get(("all-atoms", dps), lambda: found)
 
     def _with_missed_piece(self, intervals, missed, dps, grid):
         """``intervals`` with the support in the window ``(center - radius, center + radius)`` where the mass

@@ -84,9 +84,37 @@ def test_a_piece_the_scan_steps_over_is_found_in_the_window_the_mass_check_names
     with pytest.raises(fp.ConvergenceError, match="a piece of support the scan missed"):
         blind.support(DPS, method="dyson")
     monkeypatch.setattr(law_module, "support_by_folds", real_scan)
+    # a support found on another grid misses the piece again: its own mass check finds it again
+    for grid in (64, 1001):
+        _assert_same_support(law.support(DPS, grid=grid, method="dyson"), ref.support(dps=DPS))
     calls = []
     real = law_module.complete_atoms
     monkeypatch.setattr(law_module, "complete_atoms", lambda *a, **k: calls.append(1) or real(*a, **k))
     ok = fp.law_of(fp.find_model("wigner-plus-wishart"))
     ok.support(DPS)
     assert ok.atoms(DPS) == [] and len(calls) == 1
+
+
+def test_a_missed_piece_of_a_gram_law_is_found_in_the_users_variable():
+    """S X X^T S / n with a spike of weight 1e-4 at 10 in S and p/n = 1/1000, solved as the squared singular
+    values of S X / sqrt(n): the window is in x, its edges are refined in sqrt(x); both pieces agree with the
+    polynomial route's (discriminant) edges to 15 digits."""
+    p_ = fp.dims("p")
+    X = fp.gaussian("X", (p_, n))
+    w = sympy.Rational(1, 10000)
+    S = fp.deterministic("S", (p_, p_), spectrum={1: 1 - w, 10: w})
+    law = fp.eigenvalue_law(S @ X @ X.T @ S / n, ratios={p_: sympy.Rational(1, 1000), n: 1})
+    assert law.reduction.kind == "squared-singular-values"
+    _assert_same_support(law.support(DPS, method="dyson"), law.support(DPS, method="polynomial"))
+    assert law.atoms(DPS) == []
+
+
+def test_a_missed_piece_error_crosses_process_boundaries():
+    """A parallel sweep's worker sends its errors back pickled: the error keeps its class and its window."""
+    import pickle
+
+    from freeprob.solve.poles import MissedSupport
+
+    err = pickle.loads(pickle.dumps(MissedSupport("a piece of support the scan missed", 100.0, 0.5, 15)))
+    assert isinstance(err, fp.ConvergenceError) and (err.center, err.radius, err.dps) == (100.0, 0.5, 15)
+    assert "scan missed" in str(err)

@@ -27,7 +27,7 @@ from .._precision import context, guard_digits
 from .cdf import continuous_mass
 from .contour import circle_rules
 
-__all__ = ["atom_on_circle", "complete_atoms", "pole_cells"]
+__all__ = ["MissedSupport", "atom_on_circle", "complete_atoms", "pole_cells"]
 
 #: Points of the double-precision grid in each gap (cosine-spaced, denser next to the edges).
 GAP_POINTS = 200
@@ -128,6 +128,9 @@ class MissedSupport(ConvergenceError):
         super().__init__(message, point=center, dps=dps)
         self.center = float(center)
         self.radius = float(radius)
+
+    def __reduce__(self):  # a parallel sweep's worker sends it back to its caller
+        return type(self), (str(self), self.center, self.radius, self.dps)
 
 
 def atom_on_circle(cauchy, center, radius, dps, what="the law"):
