@@ -1039,16 +1039,23 @@ def coarse_range(density, kind, grid, range_, what="the law"):
     points, or on only a few: the range then narrows to the cells around the
     points that see it and the pass is repeated, at most :data:`MAX_ZOOMS`
     times. For squared singular values the range keeps 0 as its left end (a
-    pass that sees nothing narrows to the first cell, which holds the support
-    if any point of the range does).
+    first pass that sees nothing narrows to the first cell, which holds the
+    support if any point of the range does; after a pass that saw the support
+    the range is kept: narrow pieces can fall between a later pass's points).
     """
+    seen = False
     for _ in range(MAX_ZOOMS):
         xs, _, _, pos = support_grid(density, kind, grid, range_, what, geometric=False)
         idx = np.nonzero(pos)[0]
         if idx.size:
             a, b = xs[max(idx[0] - 1, 0)], xs[min(idx[-1] + 1, len(xs) - 1)]
             range_ = (0.0 if kind != "eigenvalues" else a, b)
+            seen = True
         elif kind != "eigenvalues":
+            if seen:
+                # an earlier pass saw the support inside this range and this one stepped over it (narrow
+                # pieces): the range stays, and the adaptive scan refines it
+                break
             range_ = (0.0, xs[0])
         if idx.size >= ZOOM_BELOW or (kind == "eigenvalues" and not idx.size):
             break
