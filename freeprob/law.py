@@ -1123,7 +1123,8 @@ class SpectralLaw:
         when the continuous mass and the atoms do not make 1)."""
         at_zero = self.atoms(dps, (0,), method="dyson")
         return complete_atoms(at_zero, intervals, self._scan_range, dps, self.density_fast, self.cauchy_fast,
-                              lambda z, d: self.cauchy(z, dps=d), self.name, lambda x: self.density(x, dps=15))
+                              lambda z, d: self.cauchy(z, dps=d), self.name, lambda x: self.density(x, dps=15),
+                              self.moments)
 
     def cdf_function(self, nodes=2000, atoms=None, grid=2001):
         """The distribution function as a :class:`~freeprob.solve.cdf.DistributionTable` (double precision).

@@ -82,3 +82,15 @@ def test_the_mass_check_solves_its_few_unverified_points_in_more_digits():
     assert abs(mass - 1) <= 1e-9 + err
     with pytest.raises(ConvergenceError, match="could not be verified"):
         continuous_mass(patchy, [(-2.0, 2.0)])
+
+
+def test_moments_of_the_continuous_part():
+    # the semicircle on [-2, 2] has m1 = 0, m2 = 1; the shifted one on [1, 5] has m1 = 3, m2 = 10 (1 + 9)
+    def semicircle(x):
+        return np.sqrt(np.maximum(4 - x * x, 0)) / (2 * np.pi)
+
+    for shift, moments in ((0.0, (1.0, 0.0, 1.0)), (3.0, (1.0, 3.0, 10.0))):
+        for k, want in enumerate(moments):
+            got, err = cdf.continuous_mass(lambda x: semicircle(np.asarray(x) - shift), [(shift - 2, shift + 2)],
+                                           power=k)
+            assert abs(got - want) <= 1e-9 * max(1, abs(want)) + err, (shift, k, got)

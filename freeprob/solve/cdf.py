@@ -349,8 +349,9 @@ def _adaptive_mass(integrand, tol, max_points):
 EXACT_POINTS = 8
 
 
-def continuous_mass(density, intervals, hard=(), exact=None):
-    """``(mass, error)``: the mass of the density on the support intervals (double precision).
+def continuous_mass(density, intervals, hard=(), exact=None, power=0):
+    """``(mass, error)``: the mass of the density on the support intervals (double precision); with ``power``
+    ``k``, its ``k``-th moment ``int x^k density``.
 
     ``exact(x)``, when given, is the verified density at a point in more digits, for the few points where the
     double-precision solve is not verified.
@@ -370,9 +371,12 @@ def continuous_mass(density, intervals, hard=(), exact=None):
 
         def integrand(t):
             sv, ds = _map(t, hard_left, hard_right)
-            return _positive_density(density, a + (b - a) * sv, a, b, exact) * (b - a) * ds
+            x = a + (b - a) * sv
+            f = _positive_density(density, x, a, b, exact) * (b - a) * ds
+            return f * x ** power if power else f
 
         value, e, _ = _adaptive_mass(integrand, MASS_QUAD_TOL, MASS_MAX_POINTS)
-        mass += value + end_mass[0] + end_mass[1]
-        err += e + fit_err
+        # a sliver next to a hard end lies within HARD_CUT of the width from it: its moment is its mass there
+        mass += value + end_mass[0] * float(a0) ** power + end_mass[1] * float(b0) ** power
+        err += e + fit_err * max(1.0, abs(float(a0)), abs(float(b0))) ** power
     return mass, err

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from .._errors import ConvergenceError
+from .._errors import ConvergenceError, FreeProbError
 from .._precision import context, guard_digits
 from .cdf import continuous_mass
 from .contour import circle_rules
@@ -200,8 +200,41 @@ def _gaps(intervals, range_):
     return [(a, b) for a, b in out if b > a]
 
 
+def _moment_window(moments, density, intervals, hard, exact, atoms, continuous, err, range_):
+    """``(center, radius)`` of a window of a gap where the moments place mass the support ``intervals`` and
+    the ``atoms`` lack, or None.
+
+    With ``D_k = m_k - int x^k density - sum_atoms x^k m`` (``m_k`` the law's moments, ``moments(2)``), a
+    missing piece narrow next to its distance from 0 sits at ``D_2 / D_1`` (not ``D_1 / D_0``: the missing
+    mass ``D_0`` carries the whole quadrature error, ``D_1`` and ``D_2`` are dominated by the far piece), and
+    ``sd^2 = D_2 / D_0 - (D_1 / D_0)^2`` estimates its spread. The window is ``max(4 sd, 5 %)`` of the center
+    wide on each side, inside the gap that holds the center and off its ends by 1 % of its width; it is only
+    where to look: the scan of the window must find the piece and the mass check must then add up."""
+    try:
+        m1, m2 = (float(m) for m in moments(2)[:2])
+    except (FreeProbError, ValueError, TypeError, OverflowError):
+        return None
+    d0 = 1 - continuous - sum(float(m) for _, m in atoms)
+    c1, e1 = continuous_mass(density, intervals, hard, exact, power=1)
+    c2, _ = continuous_mass(density, intervals, hard, exact, power=2)
+    d1 = m1 - c1 - sum(float(x) * float(m) for x, m in atoms)
+    d2 = m2 - c2 - sum(float(x) ** 2 * float(m) for x, m in atoms)
+    if not (d0 > err and abs(d1) > 10 * (e1 + 1e-12 * max(1.0, abs(m1))) and d2 > 0):
+        return None
+    center = d2 / d1
+    sd = math.sqrt(max(d2 / d0 - (d1 / d0) ** 2, 0.0))
+    for a, b in _gaps(intervals, range_):
+        if a < center < b:
+            margin = 0.01 * (b - a)
+            lo = a + margin if a > range_[0] else a
+            hi = b - margin if b < range_[1] else b
+            radius = min(max(4 * sd, 0.05 * max(1.0, abs(center))), center - lo, hi - center)
+            return (center, radius) if radius > 0 else None
+    return None
+
+
 def complete_atoms(known, intervals, range_, dps, density_fast, cauchy_fast, cauchy, what="the law",
-                   density_exact=None):
+                   density_exact=None, moments=None):
     """Every atom: ``known`` (mpf pairs, settled at the points asked about) and those in the gaps of the support.
 
     The continuous mass on the support ``intervals`` (double precision,
@@ -239,8 +272,13 @@ def complete_atoms(known, intervals, range_, dps, density_fast, cauchy_fast, cau
     found.sort(key=lambda xm: xm[0])
     if not _adds_up(continuous, err, found):
         atoms = sum(float(m) for _, m in found)
-        raise ConvergenceError(
-            f"the mass of {what} is {continuous + atoms:.9f}, not 1 (continuous part {continuous:.9f}, quadrature "
-            f"error {err:.1e}; atoms {atoms:.9f}, of which {len(found) - len(known)} found in the gaps of the "
-            f"support): an atom or a piece of support was not found", dps=dps)
+        message = (f"the mass of {what} is {continuous + atoms:.9f}, not 1 (continuous part {continuous:.9f}, "
+                   f"quadrature error {err:.1e}; atoms {atoms:.9f}, of which {len(found) - len(known)} found in the "
+                   f"gaps of the support): an atom or a piece of support was not found")
+        window = None if moments is None else _moment_window(moments, density_fast, intervals, hard, density_exact,
+                                                            found, continuous, err, range_)
+        if window is not None:
+            raise MissedSupport(f"{message}; the moments place it near x = {window[0]:.10g}", window[0], window[1],
+                                dps)
+        raise ConvergenceError(message, dps=dps)
     return found
