@@ -888,26 +888,22 @@ class SpectralLaw:
         # complete_atoms): a piece the scan stepped over is found again by a scan of the window the check
         # locates it in, or is an error, never a silent omission. The atoms the check finds in the gaps are
         # those atoms() gives
-        for _ in range(MAX_RESCANS):
+        for rescans in range(MAX_RESCANS + 1):
             try:
                 self._mass_check(out, dps)
                 return out
             except MissedSupport as missed:
+                if rescans == MAX_RESCANS:
+                    raise ConvergenceError(f"{missed} ({MAX_RESCANS} windows were scanned for pieces the scan "
+                                           f"missed already)", point=missed.point, dps=dps) from None
                 out = self._with_missed_piece(out, missed, dps, grid)
-        try:
-            self._mass_check(out, dps)
-        except MissedSupport as missed:
-            raise ConvergenceError(f"{missed} ({MAX_RESCANS} windows were scanned for pieces the scan missed "
-                                   f"already)", point=missed.point, dps=dps) from None
-        return out
 
     def _mass_check(self, intervals, dps):
-        """The mass check of the support ``intervals`` (:meth:`_complete_atoms`), once per support: a support
-        found on another grid is checked again (a piece found by a window's scan is missed by every grid's
-        scan). The first support checked gives the atoms :meth:`atoms` returns."""
+        """Every atom, from the mass check of the support ``intervals`` (:meth:`_complete_atoms`), run once per
+        support: a support found on another grid is checked again (a piece found by a window's scan is missed
+        by every grid's scan)."""
         key = tuple((str(a), str(b)) for a, b in intervals)
-        found = self._cache.get(("mass-check", dps, key), lambda: self._complete_atoms(intervals, dps))
-        self._cache.get(("all-atoms", dps), lambda: found)
+        return self._cache.get(("mass-check", dps, key), lambda: self._complete_atoms(intervals, dps))
 
     def _with_missed_piece(self, intervals, missed, dps, grid):
         """``intervals`` with the support in the window ``(center - radius, center + radius)`` where the mass
@@ -1113,10 +1109,8 @@ class SpectralLaw:
         return self._closed_or_dyson(method, closed, dyson)
 
     def _all_atoms(self, dps):
-        """Every atom: those the Dyson support's mass check settled (:meth:`_complete_atoms`)."""
-        support = self.support(dps, method="dyson")
-        done = self._cache.peek(("all-atoms", dps))
-        return done if done is not None else self._complete_atoms(support, dps)
+        """Every atom: those the Dyson support's mass check settled (:meth:`_mass_check`, run by the support)."""
+        return self._mass_check(self.support(dps, method="dyson"), dps)
 
     def _complete_atoms(self, intervals, dps):
         """The atom at 0 completed by those in the gaps of ``intervals`` (:func:`complete_atoms`, which raises

@@ -1218,11 +1218,13 @@ def bracketed_edges(system, density, kind, brackets, thr, dps, cauchy=None):
         e = ctx.mpf(e)
         return e if kind == "eigenvalues" else e * e
 
+    def bracket(x_out, x_in):  # in the system's variable
+        return _z_of(kind, x_out), _z_of(kind, x_in)
+
     def first(x_out, x_in):
         # Newton on the fold system straight from the grid point outside
         try:
-            return user(refine_edge(systems, _z_of(kind, x_out), dps, bracket=(_z_of(kind, x_out), _z_of(kind, x_in)),
-                                    fallback=False))
+            return user(refine_edge(systems, _z_of(kind, x_out), dps, bracket=bracket(x_out, x_in), fallback=False))
         except ConvergenceError:
             return None
 
@@ -1242,7 +1244,7 @@ def bracketed_edges(system, density, kind, brackets, thr, dps, cauchy=None):
             # shrink the grid bracket in double precision first, so that Newton
             # starts well inside its basin
             near, _ = shrink_bracket(density, x_out, x_in, thr, rounds=4, rel=1e-7)
-            e = user(refine_edge(systems, _z_of(kind, near), dps, bracket=(_z_of(kind, x_out), _z_of(kind, x_in))))
+            e = user(refine_edge(systems, _z_of(kind, near), dps, bracket=bracket(x_out, x_in)))
             if not edge_sides_ok(density, e, x_out, x_in, thr, cauchy):
                 raise ConvergenceError(
                     f"the edge search between x = {x_out} (outside) and x = {x_in} (inside) converged to "
