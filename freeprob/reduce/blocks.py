@@ -143,7 +143,7 @@ def _householder(weights):
     # I - u u^T / (1 - v_0) with u = e_0 - v, |v| = 1, entry by entry: v_j in row and column 0, and
     # delta_ij - v_i v_j / (1 - v_0) = delta_ij - sqrt(w_i w_j) (1 + v_0) / (1 - w_0) elsewhere (no radical left
     # in a denominator, so no simplification is needed)
-    c = (1 + v[0]) / (1 - sympy.sympify(weights[0]))
+    c = (1 + v[0]) / (sympy.Integer(1) - weights[0])
     return [[v[j] if i == 0 else v[i] if j == 0 else
              sympy.expand((1 if i == j else 0) - sympy.sqrt(weights[i] * weights[j]) * c) for j in range(m)]
             for i in range(m)]
