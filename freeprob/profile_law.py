@@ -40,28 +40,20 @@ import numpy as np
 import sympy
 
 from ._errors import ConvergenceError, DomainError, ScalingError
-from ._numbers import read_number
-from ._precision import context, to_mpc
 from .expr.profiles import C, R, uniform_table
 from .expr.tree import Expr, Matrix, Transpose, leaves
+from .discretized_law import DEFAULT_TOL, DiscretizedLaw
 from .law import _Cache, _read_values  # the law's value cache and the one reader of ratios and parameters (same rank)
 from .profiled import MAX_PROFILE_MOMENTS
 from .reduce.blocks import extrapolate, has_continuous_profile
 from .reduce.reduction import gram_factor, strip_scalar
-from .solve.cdf import tabulate
-from .solve.richardson import Extrapolated, richardson
+from .solve.richardson import richardson
 from .solve.vector_dyson import gram_moments, solve_gram
 
 __all__ = ["DEFAULT_CELLS", "DEFAULT_TOL", "ProfileLaw", "expansion_exponents", "profile_law_of"]
 
 #: Cell counts of the discretizations (geometric, ratio 2).
 DEFAULT_CELLS = (8, 16, 32, 64, 128)
-#: Default tolerance of a value, relative to ``max(1, |value|)``.
-DEFAULT_TOL = 1e-8
-#: Tolerance of the grid densities (:meth:`ProfileLaw.density_fast`), relative to ``max(1, |G|)``.
-FAST_TOL = 1e-6
-#: Largest mass error of :meth:`ProfileLaw.cdf_function` (the integrated density error estimates).
-MASS_TOL = 1e-6
 #: Memory of one batch of Jacobians.
 BATCH_BYTES = 2 ** 26
 
@@ -95,7 +87,7 @@ def _gram_factor(expr, law):
     return gram_factor(expr)
 
 
-class ProfileLaw:
+class ProfileLaw(DiscretizedLaw):
     """The limiting law of ``kappa X X^T`` for a Gaussian ``X`` with a continuous variance profile.
 
     Parameters are those of :class:`~freeprob.SpectralLaw` (the expression
@@ -171,9 +163,6 @@ class ProfileLaw:
         for m in cells:
             self._tables(m)
 
-    def __setattr__(self, name, value):
-        raise AttributeError(f"a ProfileLaw is immutable (cannot set {name!r}); make a new law instead")
-
     def values(self):
         """``{symbol: exact value}`` for ratios and parameters (a new dict)."""
         return {**self.ratios, **self.params}
@@ -182,9 +171,6 @@ class ProfileLaw:
         return f"ProfileLaw({self.name!r}, law={self.law!r}, cells={self.cells})"
 
     # -- the discretized equations ----------------------------------------------------------------------
-    def _memoized(self, key, build):
-        return self._memo.get(key, build)
-
     def _tables(self, m):
         """``(A, B, w, bound)`` of the vector Dyson equation on ``m x m`` cells, and a bound of its support."""
         def build():
@@ -215,94 +201,23 @@ class ProfileLaw:
         """A bound (float) of the support of every discretized law (the norm bound with the largest cell value)."""
         return max(self._tables(m)[3] for m in self.cells) * (1 + 1e-6)
 
-    def _levels(self, z):
-        """``G`` of every discretization at the points ``z`` (``Im z >= 0``): a list of arrays, NaN if unverified."""
-        out = [np.empty(len(z), complex) for _ in self.cells]
-        radius = self.scale
-        size = max(1, BATCH_BYTES // (16 * self.cells[-1] ** 2))
-        for lo in range(0, len(z), size):
-            piece = z[lo:lo + size]
-            start, prev = None, None
-            for i, m in enumerate(self.cells):
-                A, B, w, _ = self._tables(m)
-                guess = None if start is None else _safe_start(np.repeat(start, m // prev, axis=1), piece, radius)
-                sol = solve_gram(A, B, w, piece, radius, start=guess)
-                out[i][lo:lo + size] = sol.G
-                start, prev = sol.g, m
-        return out
+    @property
+    def _batch(self):
+        return BATCH_BYTES // (16 * self.cells[-1] ** 2)
 
-    # -- values -------------------------------------------------------------------------------------------
-    def cauchy_estimate(self, z):
-        """Extrapolated ``G`` at complex points (an array; ``G(x + i0)`` on the real axis), NaN where unverified.
+    def _solve_level(self, i, z, start):
+        A, B, w, _ = self._tables(self.cells[i])
+        sol = solve_gram(A, B, w, z, self.scale, start=start)
+        return sol.G, sol.g
 
-        The point 0 (a hard edge or an atom of a Gram matrix) has no value.
-        """
-        try:
-            z = np.atleast_1d(np.asarray(z, dtype=complex))
-        except (TypeError, ValueError):
-            raise DomainError(f"points must be numbers (a scalar or a 1-d array), got {z!r}") from None
-        if z.ndim != 1:
-            raise DomainError(f"points must be a scalar or a 1-d array, got shape {z.shape}")
-        flip = z.imag < 0
-        w = np.where(flip, np.conj(z), z)
-        zero = w == 0
-        w = np.where(zero, 1j, w)
-        est = richardson(self._levels(w), self.cells, self.exponents)
-        value = np.where(zero, complex(np.nan, np.nan), np.where(flip, np.conj(est.value), est.value))
-        error = np.where(zero | ~np.isfinite(value), np.nan, est.error)
-        return Extrapolated(value, error, est.cells, est.exponents)
+    def _refine(self, i, unknowns):
+        return np.repeat(unknowns, self.cells[i] // self.cells[i - 1], axis=1)
 
-    def cauchy(self, z, tol=DEFAULT_TOL):
-        """``G(z)`` (on the real axis ``G(x + i0)``) with its error estimate, below ``tol * max(1, |G|)``.
+    @staticmethod
+    def _resolvent(i, unknowns):
+        return unknowns
 
-        Raises :class:`ConvergenceError` with the value and the estimate when the estimate is larger, or when
-        a discretization could not be solved at ``z``.
-        """
-        tol = _tolerance(tol)
-        point = complex(to_mpc(context(20), z))
-        if point == 0:
-            raise DomainError(f"{self.name}: 0 is the hard edge or the atom of a Gram matrix; G has no value there "
-                              f"(ask at another point)")
-        est = self.cauchy_estimate(np.array([point]))
-        value, error = complex(est.value[0]), float(est.error[0])
-        if not np.isfinite(value) or not np.isfinite(error):
-            raise ConvergenceError(f"{self.name}: G({z}) could not be solved for every discretization "
-                                   f"(m = {', '.join(map(str, self.cells))} cells)", point=z)
-        if error > tol * max(1.0, abs(value)):
-            raise ConvergenceError(
-                f"{self.name}: G({z}) = {value:.12g} has the error estimate {error:.2e} from extrapolating "
-                f"m = {', '.join(map(str, self.cells))} cells in powers {self.exponents} of 1/m, above the "
-                f"tolerance {tol:.0e} (relative to max(1, |G|)); ask for a larger tolerance, or more cells",
-                point=z, residual=error)
-        return Extrapolated(value, error, est.cells, est.exponents)
-
-    def density(self, x, tol=DEFAULT_TOL):
-        """The density ``-Im G(x + i0)/pi`` at a real point with its error estimate (0 for ``x < 0``, exactly)."""
-        x = read_number(x, what="density point")
-        if not x.is_real:
-            raise DomainError(f"the density is taken at real points, got {x}")
-        if x < 0:
-            return Extrapolated(0.0, 0.0, self.cells, self.exponents)
-        if x == 0:
-            raise DomainError(f"{self.name}: 0 is the hard edge or the atom of a Gram matrix; the density has no "
-                              f"value there (ask at a positive point)")
-        g = self.cauchy(x, tol)
-        return Extrapolated(max(0.0, -g.value.imag / np.pi), g.error / np.pi, g.cells, g.exponents)
-
-    def density_fast(self, x):
-        """The extrapolated density at real points (vectorized), NaN where its estimate is above
-        :data:`FAST_TOL` (relative to ``max(1, |G|)``); 0 at ``x < 0``."""
-        x = np.atleast_1d(np.asarray(x, dtype=float))
-        out = np.zeros(len(x))
-        pos = x > 0
-        if pos.any():
-            est = self.cauchy_estimate(x[pos].astype(complex))
-            d = np.maximum(0.0, -est.value.imag / np.pi)
-            ok = np.isfinite(d) & (est.error <= FAST_TOL * np.maximum(1.0, np.abs(est.value)))
-            out[pos] = np.where(ok, d, np.nan)
-        out[x == 0] = np.nan
-        return out
-
+    # -- moments --------------------------------------------------------------------------------------
     def moments_estimate(self, k):
         """The moments ``m_1, ..., m_k`` extrapolated from the discretized laws' series
         (:func:`~freeprob.solve.vector_dyson.gram_moments`): an :class:`Extrapolated` of arrays."""
@@ -357,7 +272,7 @@ class ProfileLaw:
                                    f"estimate {est.error[j]:.2e}, above 1e-10 relative", residual=float(est.error[j]))
         return [float(v) for v in est.value]
 
-    # -- support, atoms, distribution -----------------------------------------------------------------
+    # -- atoms --------------------------------------------------------------------------------------
     def atoms(self):
         """``[(0.0, mass)]`` when the discretized laws all have the same atom at 0 (``1 - rank/rows``,
         the generic rank of each block pattern by a maximum flow), ``[]`` when none has one."""
@@ -382,195 +297,10 @@ class ProfileLaw:
         rank = nx.maximum_flow_value(g, "s", "t")
         return max(0.0, 1.0 - rank / rho_r)
 
-    def support(self, tol=DEFAULT_TOL, grid=200):
-        """Support intervals ``[(lo, hi), ...]`` of :class:`~freeprob.solve.richardson.Extrapolated` edges.
-
-        For each discretization the density is scanned on ``grid`` points of
-        ``(0, scale]``; each edge is refined by bisection on ``density > 0``
-        (batched, to ``1e-13`` of the scale) and the edges are extrapolated
-        like values. An end that stays at 0 for every discretization (positive
-        density at ``1e-12`` of the scale) is the hard edge 0, exactly.
-        Raises :class:`ConvergenceError` when the discretizations do not have
-        the same number of intervals or an edge's estimate exceeds
-        ``tol * max(1, |edge|)``.
-        """
-        tol = _tolerance(tol)
-        per_level = self._memoized(("support", grid), lambda: self._support_levels(grid))
-        counts = {len(ivs) for ivs in per_level}
-        if len(counts) != 1:
-            raise ConvergenceError(f"{self.name}: the discretized laws have different numbers of support intervals "
-                                   f"({[len(ivs) for ivs in per_level]} for m = {self.cells})")
-        out = []
-        for j in range(counts.pop()):
-            pair = []
-            for side in (0, 1):
-                edges = [ivs[j][side] for ivs in per_level]
-                if all(e == 0 for e in edges):
-                    pair.append(Extrapolated(0.0, 0.0, self.cells, self.exponents))
-                    continue
-                est = richardson(edges, self.cells, self.exponents)
-                if not est.error <= tol * max(1.0, abs(est.value)):
-                    raise ConvergenceError(
-                        f"{self.name}: a support edge extrapolates to {float(est.value):.12g} with the error estimate "
-                        f"{est.error:.2e} (edges {', '.join(f'{e:.12g}' for e in edges)} for m = {self.cells}), "
-                        f"above the tolerance {tol:.0e}", point=float(est.value), residual=est.error)
-                pair.append(Extrapolated(float(est.value), float(est.error), est.cells, est.exponents))
-            out.append(tuple(pair))
-        return out
-
-    def _support_levels(self, grid):
-        top = self.scale
-        xs = np.linspace(0, top, grid + 1)[1:]
-        levels = self._levels(xs.astype(complex))
-        out = []
-        for i, m in enumerate(self.cells):
-            A, B, w, _ = self._tables(m)
-            dens = -levels[i].imag / np.pi
-            if np.isnan(dens).any():
-                bad = xs[np.isnan(dens)][0]
-                raise ConvergenceError(f"{self.name}: the discretization on {m} cells could not be solved at "
-                                       f"x = {bad:.6g}", point=float(bad))
-            pos = dens > 1e-9 * max(1.0, float(np.max(np.abs(levels[i]))))
-
-            known = {"x": None, "g": None, "inside": None}
-
-            def positive(x):
-                # just above the axis (Newton on the axis stalls at the fold of an edge): outside the support
-                # -Im G is about eta/sqrt(distance), inside C sqrt(distance), so the threshold 1e-7 puts the
-                # edge within about 1e-13 of the scale either way. Newton starts from the nearest point of the
-                # previous round that was inside the support (see _safe_start: a real start could end on a
-                # real root of the equation that is not the law's).
-                x = np.asarray(x, float)
-                start = None
-                if known["x"] is not None and known["inside"].any():
-                    xi, gi = known["x"][known["inside"]], known["g"][known["inside"]]
-                    start = gi[np.abs(xi[None, :] - x[:, None]).argmin(axis=1)]
-                sol = solve_gram(A, B, w, x + 1e-14j * top, top, start=start)
-                g = sol.G
-                if np.isnan(g).any():
-                    raise ConvergenceError(f"{self.name}: the discretization on {m} cells could not be solved near "
-                                           f"a support edge", point=float(x[np.isnan(g)][0]))
-                inside = -g.imag > 1e-7 * np.maximum(1.0, np.abs(g))
-                known["x"], known["g"], known["inside"] = x, sol.g, inside
-                return inside
-
-            def edge(lo, hi, rising):
-                # density(lo) is 0 and density(hi) > 0 when rising, the reverse otherwise; starts only from
-                # this bracket's own points (a start far away may end on another root)
-                known["x"] = None
-                while hi - lo > 1e-13 * top:
-                    pts = np.linspace(lo, hi, 18)[1:-1]
-                    p = positive(pts)
-                    flips = np.nonzero(p if rising else ~p)[0]
-                    k = flips[0] if flips.size else len(pts)
-                    lo, hi = (pts[k - 1] if k > 0 else lo), (pts[k] if k < len(pts) else hi)
-                return (lo + hi) / 2
-
-            ivs = []
-            k = 0
-            while k < grid:
-                if not pos[k]:
-                    k += 1
-                    continue
-                j = k
-                while j + 1 < grid and pos[j + 1]:
-                    j += 1
-                if k == 0:
-                    left = 0.0 if positive([1e-12 * top])[0] else edge(1e-12 * top, xs[0], True)
-                else:
-                    left = edge(xs[k - 1], xs[k], True)
-                if j == grid - 1:
-                    raise ConvergenceError(f"{self.name}: positive density at the norm bound {top:.6g} on {m} cells")
-                ivs.append((left, edge(xs[j], xs[j + 1], False)))
-                k = j + 1
-            out.append(ivs)
-        return out
-
-    def cdf_function(self, nodes=2000):
-        """The distribution function (:class:`~freeprob.solve.cdf.DistributionTable`) from the extrapolated density
-        on the support and the atoms.
-
-        Every density value used carries its error estimate; near an edge the
-        estimate can be large relative to the (small) density, so the check is
-        on the mass: the integral of the estimates over the support (trapezoid
-        on the nodes used) must be below :data:`MASS_TOL`, and the total mass
-        one to ``MASS_TOL`` (:func:`~freeprob.solve.cdf.tabulate`); otherwise
-        :class:`ConvergenceError` with the numbers.
-        """
-        def build():
-            intervals = [(float(a.value), float(b.value)) for a, b in self.support(tol=1e-6)]
-            hard = [0.0] if any(a == 0.0 for a, _ in intervals) else []
-            seen = []
-
-            def density(x):
-                x = np.atleast_1d(np.asarray(x, dtype=float))
-                est = self.cauchy_estimate(np.where(x > 0, x, 1.0).astype(complex))
-                d = np.where(x > 0, np.maximum(0.0, -est.value.imag / np.pi), 0.0)
-                seen.append((x, np.where(x > 0, est.error / np.pi, 0.0)))
-                return d
-
-            try:
-                table = tabulate(density, intervals, self.atoms(), nodes=nodes, mass_tol=MASS_TOL, hard=hard)
-            except ConvergenceError as exc:
-                raise ConvergenceError(
-                    f"{self.name}: the distribution function could not be tabulated from the extrapolated density "
-                    f"({exc}); near a hard edge whose density is not a power law (Dykema-Haagerup: about "
-                    f"1/(x log^2 x) at 0) the table is not built, so Monte-Carlo checks and quantiles are refused",
-                    residual=getattr(exc, "residual", None)) from None
-            xs = np.concatenate([x for x, _ in seen])
-            errs = np.concatenate([e for _, e in seen])
-            order = np.argsort(xs)
-            xs, errs = xs[order], errs[order]
-            inside = np.zeros(len(xs), bool)
-            for a, b in intervals:
-                inside |= (xs >= a) & (xs <= b)
-            xs, errs = xs[inside], errs[inside]
-            bound = float(np.sum(np.diff(xs) * (errs[1:] + errs[:-1]) / 2)) if len(xs) > 1 else 0.0
-            if not bound <= MASS_TOL:
-                raise ConvergenceError(f"{self.name}: the error estimates of the extrapolated density integrate to "
-                                       f"{bound:.2e} over the support, above {MASS_TOL:.0e}: the distribution "
-                                       f"function is not verified to that mass", residual=bound)
-            return table
-        return self._memoized(("cdf", nodes), build)
-
-    def quantile(self, p):
-        """The ``p``-quantile (double precision)."""
-        q = read_number(p, what="quantile level p")
-        if not 0 <= q <= 1:
-            raise DomainError(f"quantile level p must be between 0 and 1, got {p!r}")
-        return self.cdf_function().quantile(float(q))
-
-
-def _safe_start(start, z, radius):
-    """``start`` where it can only lead to the law's solution, NaN rows (the path instead) elsewhere.
-
-    Off the axis the solution with every ``g_k`` in the open lower half-plane is unique, and near the
-    axis a start clearly inside it (``Im g_k < 0``) stays on that branch or fails (then the path runs).
-    A real start at a real point (outside the coarser law's support, but maybe inside this one's, whose
-    edges moved) would keep Newton on the real roots, one of which may not be the law's: it is dropped.
-    """
-    near = z.imag <= 1e-6 * radius
-    size = 1 + np.max(np.abs(start), axis=1)
-    real = np.max(start.imag, axis=1) > -1e-10 * size
-    out = start.copy()
-    out[near & real] = np.nan
-    return out
-
-
 def _count(k):
     if isinstance(k, bool) or not hasattr(k, "__index__") or not 0 <= int(k) <= 200:
         raise DomainError(f"the number of moments must be an integer between 0 and 200, got {k!r}")
     return int(k)
-
-
-def _tolerance(tol):
-    try:
-        t = float(tol)
-    except (TypeError, ValueError):
-        raise DomainError(f"tol must be a positive number, got {tol!r}") from None
-    if not 0 < t < 1:
-        raise DomainError(f"tol must be a number between 0 and 1 (relative to max(1, |value|)), got {tol!r}")
-    return t
 
 
 def profile_law_of(model, cells=DEFAULT_CELLS):
