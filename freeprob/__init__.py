@@ -43,6 +43,8 @@ from .expr.tree import Inverse, deterministic, dims, expression_graph, gaussian,
 from .law import SpectralLaw, eigenvalue_law, law_of, singular_value_law
 from .profiled import has_continuous_profile, profile_moments
 from .profile_law import ProfileLaw, profile_law_of
+from .causal_law import CausalLaw
+from .discretized_law import DiscretizedLaw
 from .montecarlo.check import CheckReport, check
 from .montecarlo.sample import sample_spectrum
 from .scalar.algebraic import (
@@ -69,6 +71,7 @@ __all__ = [
     "attention_config",
     "attention_law",
     "builtin_models",
+    "CausalLaw",
     "check",
     "check_attention",
     "CheckReport",
@@ -77,6 +80,7 @@ __all__ = [
     "ConvergenceError",
     "deterministic",
     "dims",
+    "DiscretizedLaw",
     "DomainError",
     "eigenvalue_law",
     "EliminationError",

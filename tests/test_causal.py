@@ -1,7 +1,8 @@
-"""Causal-mask attention: refused by the builder with the reason; the masked softmax, its mean and its surrogate.
+"""Causal-mask attention: the configuration refuses it and points to the causal law; the masked softmax, its mean
+and its surrogate.
 
-The evidence behind the refusal is docs/causal.md (benchmarks/causal_evidence.py);
-the slow test at the end runs a reduced version of it.
+The evidence is docs/causal.md (benchmarks/causal_evidence.py); the slow test at the end runs a reduced version
+of it. The law without the first tokens is tested in tests/test_causal_law.py.
 """
 
 import io
@@ -49,21 +50,24 @@ def test_non_causal_default_is_unchanged():
     assert att.attention_config(1, "mha", 1) == att.attention_config(1, "mha", 1, causal=False)
 
 
-@pytest.mark.parametrize("argv", [("attention", "--causal"), ("attention", "check", "--causal", "--sizes", "100,200,400"),
-                                  ("attention", "--causal", "--pattern", "mqa", "--heads", "2")])
-def test_cli_refuses_causal(argv, capsys):
+@pytest.mark.parametrize("argv", [("attention", "--causal", "--pattern", "mqa", "--heads", "2"),
+                                  ("attention", "--causal", "--emit", "x.toml"),
+                                  ("attention", "--causal", "--skip", "0"),
+                                  ("attention", "check", "--causal", "--beta", "2")])
+def test_cli_refuses_what_the_causal_law_does_not_cover(argv, capsys):
+    """Several heads, a model file, skip = 0 (no finite moment) and a check where no row kept is in the
+    Gaussian regime are refused with exit code 2 and a message naming the option."""
     out = io.StringIO()
     code = main(list(argv), out=out)
     err = capsys.readouterr().err
-    assert code == 2
-    assert "causal=True" in err + out.getvalue() and "docs/causal.md" in err + out.getvalue()
+    assert code == 2, err
+    assert any(word in err for word in ("--pattern mqa", "--emit", "skip", "exp(2 beta^2)")), err
 
 
-def test_cli_causal_json_names_the_error():
-    out = io.StringIO()
-    code = main(["attention", "check", "--causal", "--json", "--sizes", "100,200,400"], out=out)
-    data = json.loads(out.getvalue())
-    assert code == 2 and data["type"] == "EquivalenceError" and "docs/causal.md" in data["error"]
+def test_config_message_points_to_the_causal_law():
+    with pytest.raises(EquivalenceError) as info:
+        att.attention_law(1, "mha", 1, causal=True)
+    assert "causal_attention_law" in str(info.value) and "--skip" in str(info.value)
 
 
 def test_cesaro_gram_is_one_over_max_and_its_trace_the_harmonic_number():

@@ -15,8 +15,11 @@ The public names, by step:
 * law: :func:`softmax_coefficients`, :func:`attention_expression`,
   :func:`attention_law`, :func:`model_text`, :func:`emit_model`;
 * sampling: :func:`sample_attention`, :func:`sample_config`,
-  :func:`config_sizes`; under the causal mask (no law, docs/causal.md):
-  :func:`sample_causal`, :func:`causal_softmax`, :func:`cesaro_mean`;
+  :func:`config_sizes`; under the causal mask (docs/causal.md):
+  :func:`sample_causal`, :func:`causal_softmax`, :func:`cesaro_mean`, and
+  without the first tokens the law :func:`causal_attention_law` (a
+  :class:`~freeprob.CausalLaw`) with its check :func:`check_causal` and
+  figure :func:`plot_causal`;
 * checks: :func:`check_attention`, :func:`multi_size_check`,
   :func:`compare_patterns` (with :func:`allocation_study`,
   :func:`width_study`), :func:`plot_check`;
@@ -38,6 +41,7 @@ hide them. So :func:`freeprob.attention.sweep.sweep` is exported here as
 
 from .._errors import RegimeWarning
 from .causal import CAUSAL_OBJECTS, causal_softmax, cesaro_mean, sample_causal
+from .causal_check import CAUSAL_SIZES, CausalCheckReport, causal_attention_law, check_causal
 from .check import AttentionCheckReport, check_attention, multi_size_check, rank_atom
 from .compare import ComparisonReport, allocation_study, compare_patterns, same_system, width_study
 from .config import (
@@ -54,7 +58,7 @@ from .config import (
 )
 from .equivalence import GaussianEquivalent, command_line_report, gaussian_equivalent, softmax_coefficients
 from .model import attention_expression, attention_law, emit_model, head_groups, input_factor, model_text
-from .plots import plot_check, plot_comparison, plot_sweep
+from .plots import plot_causal, plot_check, plot_comparison, plot_sweep
 from .regime import BETA_WARN, REGIME_REFUSE, REGIME_WARN, check_regime, regime_parameter
 from .softmax import (
     attention_sizes,
@@ -79,6 +83,7 @@ from .sweep import sweep as attention_sweep
 __all__ = [
     "BETA_WARN",
     "CAUSAL_OBJECTS",
+    "CAUSAL_SIZES",
     "COUPLINGS",
     "DEFAULT_HEADS",
     "INPUT_POSITIONS",
@@ -89,6 +94,7 @@ __all__ = [
     "REGIME_WARN",
     "AttentionConfig",
     "AttentionCheckReport",
+    "CausalCheckReport",
     "ComparisonReport",
     "GaussianEquivalent",
     "RegimeWarning",
@@ -102,9 +108,11 @@ __all__ = [
     "attention_law",
     "attention_sizes",
     "attention_sweep",
+    "causal_attention_law",
     "causal_softmax",
     "cesaro_mean",
     "check_attention",
+    "check_causal",
     "check_regime",
     "command_line_report",
     "compare_patterns",
@@ -119,6 +127,7 @@ __all__ = [
     "model_text",
     "multi_size_check",
     "plan_sweep",
+    "plot_causal",
     "plot_check",
     "plot_comparison",
     "plot_sweep",

@@ -110,7 +110,7 @@ def _spectrum(y, rows):
     return np.sort(sv2)
 
 
-def sample_causal(l, d_h, d_v, d_out, beta, *, objects=CAUSAL_OBJECTS, skip=0, rng=None):
+def sample_causal(l, d_h, d_v, d_out, beta, *, objects=CAUSAL_OBJECTS, skip=0, rng=None, full=True, heads=1):
     """Squared singular values of one sample of each requested causal-attention object (one head).
 
     ``Q, K`` (``l x d_h``) have iid ``N(0, 1)`` entries, ``S = Q K^T/sqrt(d_h)``,
@@ -131,6 +131,12 @@ def sample_causal(l, d_h, d_v, d_out, beta, *, objects=CAUSAL_OBJECTS, skip=0, r
         When positive, also return each object with its first ``skip`` rows
         dropped, under the key ``"<object>-tail"`` (``l - skip`` values).
     rng : None, int or numpy.random.Generator, optional
+    full : bool, optional
+        With ``False`` (and ``skip > 0``) only the ``"-tail"`` spectra are
+        computed (one singular value decomposition per object instead of two).
+    heads : int, optional
+        Independent heads summed, ``sum_h (...)_h V_h W_h`` with ``W_h`` of
+        variance ``1/(heads d_v)`` (the ``mha`` pattern; default 1).
 
     Returns
     -------
@@ -154,27 +160,39 @@ def sample_causal(l, d_h, d_v, d_out, beta, *, objects=CAUSAL_OBJECTS, skip=0, r
         raise DomainError(f"objects must be a non-empty subset of {CAUSAL_OBJECTS}, got {objects!r}")
     if isinstance(skip, bool) or not isinstance(skip, int) or not 0 <= skip < l:
         raise DomainError(f"skip must be an integer with 0 <= skip < l = {l}, got {skip!r}")
+    heads = positive_int("heads", heads)
+    if full is not True and full is not False:
+        raise DomainError(f"full must be True or False, got {full!r}")
+    if not full and not skip:
+        raise DomainError("full=False keeps only the tail spectra: give skip > 0")
     rng = np.random.default_rng(rng)
-    q = rng.standard_normal((l, d_h))
-    k = rng.standard_normal((l, d_h))
-    vw = (rng.standard_normal((l, d_v)) / math.sqrt(l)) @ (rng.standard_normal((d_v, d_out)) / math.sqrt(d_v))
-    scores = q @ k.T
-    scores /= math.sqrt(d_h)
-    mixes = {}
-    if "linear" in objects:
-        mixes["linear"] = _linear_mix(scores, beta, rng)
-    if "centred" in objects or "uncentred" in objects:
-        a = causal_softmax(scores, beta)
-        a *= math.sqrt(l)
-        if "uncentred" in objects:
-            mixes["uncentred"] = a.copy() if "centred" in objects else a
-        if "centred" in objects:
-            a -= math.sqrt(l) * cesaro_mean(l)
-            mixes["centred"] = a
+    outputs = {}
+    for _ in range(heads):
+        q = rng.standard_normal((l, d_h))
+        k = rng.standard_normal((l, d_h))
+        vw = (rng.standard_normal((l, d_v)) / math.sqrt(l)) @ (rng.standard_normal((d_v, d_out))
+                                                               / math.sqrt(heads * d_v))
+        scores = q @ k.T
+        scores /= math.sqrt(d_h)
+        mixes = {}
+        if "linear" in objects:
+            mixes["linear"] = _linear_mix(scores, beta, rng)
+        if "centred" in objects or "uncentred" in objects:
+            a = causal_softmax(scores, beta)
+            a *= math.sqrt(l)
+            if "uncentred" in objects:
+                mixes["uncentred"] = a.copy() if "centred" in objects else a
+            if "centred" in objects:
+                a -= math.sqrt(l) * cesaro_mean(l)
+                mixes["centred"] = a
+        for name in objects:
+            y = mixes[name] @ vw
+            outputs[name] = y if name not in outputs else outputs[name] + y
     out = {}
     for name in objects:
-        y = mixes[name] @ vw
-        out[name] = _spectrum(y, l)
+        y = outputs[name]
+        if full:
+            out[name] = _spectrum(y, l)
         if skip:
             out[f"{name}-tail"] = _spectrum(y[skip:], l - skip)
     return out

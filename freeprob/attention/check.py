@@ -210,8 +210,9 @@ def check_attention(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d
         Called with a line of text after each size.
     causal : bool, optional
         The causal mask: refused by :func:`~freeprob.attention.attention_config`
-        (EquivalenceError) before anything is sampled; the causal evidence is
-        docs/causal.md.
+        (EquivalenceError) before anything is sampled; the check of the law
+        without the first tokens is :func:`~freeprob.attention.check_causal`
+        (docs/causal.md).
     input_spectrum, input_position : optional
         Real inputs (:func:`~freeprob.attention.attention_config`): the
         real-softmax sampler draws inputs of that token covariance in generic

@@ -52,17 +52,17 @@ _TIED_QK = (
 
 
 _CAUSAL = (
-    "causal=True (each query attends to earlier tokens only) is refused, so no law is returned; the "
-    "derivation and the Monte-Carlo evidence are in docs/causal.md. Under the mask the mean of A_h is the "
-    "Cesaro matrix M_ij = 1[j <= i]/i, and the Gaussian equivalent of sqrt(l)(A_h - M) is "
-    "(sqrt(l)/i)(beta S_ij + c Z_ij - row mean) on j <= i: (1) its score part is the masked product "
-    "1[j <= i](Q_h K_h^T)_ij, which is not a product of independent Gaussian matrices that the engine can "
-    "reduce; (2) its row weight sqrt(l)/i is a variance profile 1[c <= r]/r^2 (r = i/l, c = j/l) whose "
-    "integral diverges, so every moment of the law is infinite (the mean of the spectrum grows like "
-    "(d_out/l)(exp(beta^2) - 1) log l); (3) the first exp(2 beta^2) tokens are outside the Gaussian regime "
-    "at every length. Monte-Carlo of real causal softmax does approach this equivalent (beta = 1), but "
-    "freeprob has no solver for it. Sample the real layer with freeprob.attention.sample_causal, or drop "
-    "causal=True for the non-causal law."
+    "causal=True (each query attends to earlier tokens only) has no law of the form of this configuration, so "
+    "none is built here; the derivation and the Monte-Carlo evidence are in docs/causal.md. Under the mask the "
+    "mean of A_h is the Cesaro matrix M_ij = 1[j <= i]/i, and the Gaussian equivalent of sqrt(l)(A_h - M) is "
+    "(sqrt(l)/i)(beta S_ij + c Z_ij - row mean) on j <= i: its score part is the masked product "
+    "1[j <= i](Q_h K_h^T)_ij, and its row weight sqrt(l)/i is a variance profile 1[c <= r]/r^2 (r = i/l, "
+    "c = j/l) whose integral diverges, so over all rows every moment of the law is infinite (the mean grows "
+    "like (d_out/l)(exp(beta^2) - 1) log l) and the first exp(2 beta^2) tokens are outside the Gaussian regime "
+    "at every length. Without the first tokens the law exists and real causal softmax approaches it: use "
+    "freeprob.attention.causal_attention_law(beta, skip=1/10) (one head) and check_causal, or on the command "
+    "line freeprob attention --causal [--skip 1/10] and freeprob attention check --causal; "
+    "freeprob.attention.sample_causal samples the real layer."
 )
 
 
@@ -454,8 +454,9 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
         value width per head and the output width. Default ``l = 1``,
         ``d_h = d_out = 1/2``, ``d_v = d_h``.
     causal : bool, optional
-        The causal mask (query ``i`` attends to keys ``j <= i``). Refused:
-        see Raises and docs/causal.md.
+        The causal mask (query ``i`` attends to keys ``j <= i``). Refused
+        here (see Raises); its law without the first tokens is
+        :func:`~freeprob.attention.causal_attention_law` (docs/causal.md).
     input_spectrum : dict or str, optional
         Real inputs: the limiting spectrum of the token covariance
         ``Sigma = X X^T`` (value -> weight, or ``"1/4:1/2,7/4:1/2"``;
@@ -482,8 +483,9 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
     EquivalenceError
         ``causal=True`` (condition ``"causal-mask"``): the Gaussian
         equivalent of masked softmax is a masked score product with an
-        unbounded variance profile, whose law has no finite moment and
-        which freeprob cannot solve (docs/causal.md). ``input_position=
+        unbounded variance profile, whose law over all rows has no finite
+        moment; without the first tokens it is
+        :func:`~freeprob.attention.causal_attention_law` (docs/causal.md). ``input_position=
         "diagonal"`` (condition ``"input-position"``): the score variance is
         then a profile over the tokens and the Monte-Carlo of real softmax
         leaves the isotropic law (the numbers are in the message).
@@ -498,7 +500,7 @@ def attention_config(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, 
     >>> attention_config(1, "mha", 1, causal=True)
     Traceback (most recent call last):
       ...
-    freeprob._errors.EquivalenceError: causal=True (each query attends to earlier tokens only) is refused, ...
+    freeprob._errors.EquivalenceError: causal=True (each query attends to earlier tokens only) has no law of the form of this configuration, ...
     """
     if not isinstance(causal, bool):
         raise DomainError(f"causal must be True or False, got {causal!r}")

@@ -365,7 +365,8 @@ def attention_law(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v
         regime checks of :func:`check_regime` at that length and at the
         query/key width ``seq_len * d_h / l``.
     causal : bool, optional
-        The causal mask; refused (see Raises and docs/causal.md).
+        The causal mask; refused here (see Raises): the law without the first
+        tokens is :func:`~freeprob.attention.causal_attention_law`.
     input_spectrum : dict or str, optional
         Real inputs with this token-covariance spectrum (value -> weight;
         :func:`~freeprob.attention.attention_config`); default orthonormal rows.
@@ -388,8 +389,9 @@ def attention_law(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v
     EquivalenceError
         ``causal=True`` (condition ``"causal-mask"``): the Gaussian
         equivalent of masked softmax is a masked score product under an
-        unbounded variance profile; its law has no finite moment and freeprob
-        has no solver for it (docs/causal.md).
+        unbounded variance profile; its law over all rows has no finite
+        moment. Without the first tokens it is
+        :func:`~freeprob.attention.causal_attention_law` (docs/causal.md).
     DomainError, ShapeError
         See :func:`attention_config`.
 

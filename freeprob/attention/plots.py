@@ -7,7 +7,7 @@ to a non-interactive one without a display).
 
 import numpy as np
 
-__all__ = ["cap", "plot_check", "plot_comparison", "plot_sweep", "save", "visible"]
+__all__ = ["cap", "plot_causal", "plot_check", "plot_comparison", "plot_sweep", "save", "visible"]
 
 
 def visible(d):
@@ -176,3 +176,56 @@ def plot_sweep(result, path):
     if len(curves) <= 10:
         ax.legend(fontsize=7)
     return save(fig, result.setting(), path)
+
+
+def plot_causal(law, path, report=None):
+    """The density of a :class:`~freeprob.CausalLaw`; with a :class:`~freeprob.attention.CausalCheckReport`, its
+    spectra as histograms and a second panel of ``D(l)`` against ``l^-1/2`` with the fits.
+
+    Parameters
+    ----------
+    law : CausalLaw
+    path : str or Path
+        PNG file to write.
+    report : CausalCheckReport, optional
+
+    Returns
+    -------
+    path
+    """
+    import matplotlib.pyplot as plt
+
+    hi = 6.0 * float(law.mean())
+    xs = np.linspace(hi / 400, hi, 400)
+    panels = 2 if report is not None else 1
+    fig, axes = plt.subplots(1, panels, figsize=(6 * panels, 4.2), squeeze=False)
+    ax0 = axes[0][0]
+    dens = visible(law.density_fast(xs))
+    ax0.plot(xs, dens, color="black", lw=1.6, label="law (extrapolated in the number of cells)")
+    if report is not None:
+        for n, spec in zip(report.sizes, report.spectra):
+            pos = spec[(spec > 1e-9 * hi) & (spec <= hi)]
+            bins = 60
+            ax0.hist(pos, bins=bins, range=(0, hi), weights=np.full(pos.shape, bins / (len(spec) * hi)),
+                     histtype="step", lw=0.9, label=f"{report.sampler.split(' (')[0]}, l = {n}")
+    cap(ax0, xs, [dens])
+    ax0.set_xlabel("squared singular value x")
+    ax0.set_ylabel(f"density (absolutely continuous part; atom {float(law.atom_mass()):.4g} at 0)")
+    ax0.legend(fontsize=7)
+    if report is not None:
+        ax1 = axes[0][1]
+        xn = np.array(report.sizes, float) ** -0.5
+        xf = np.linspace(0, xn.max() * 1.05, 100)
+        for row in report.rows:
+            if not row["name"].startswith(("Re G", "Im G")):
+                continue
+            line = ax1.plot(xn, row["differences"], "o", ms=4)[0]
+            fit = row["a"] + sum(c * xf ** (2 * p) for c, p in zip(row["trend"], report.rates))
+            ax1.plot(xf, fit, color=line.get_color(), lw=1, label=f"{row['name']}: a = {row['a']:.1e} +- "
+                                                                  f"{row['se_a']:.0e}")
+            ax1.errorbar([0], [row["a"]], yerr=[row["tolerance"]], color=line.get_color(), capsize=3)
+        ax1.axhline(0, color="gray", lw=0.8)
+        ax1.set_xlabel("l^(-1/2)")
+        ax1.set_ylabel("sample - theory (Stieltjes statistics)")
+        ax1.legend(fontsize=6)
+    return save(fig, f"{law!r}", path)

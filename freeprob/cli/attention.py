@@ -44,19 +44,24 @@ import sys
 from tqdm import tqdm
 
 from .. import DomainError, FreeProbError
+from .._numbers import read_number
 from ..attention import (
+    CAUSAL_SIZES,
     DEFAULT_HEADS,
     MAX_HEADS,
     MAX_SWEEP_MOMENTS,
     attention_config,
     attention_sweep,
+    causal_attention_law,
     check_attention,
+    check_causal,
     check_regime,
     command_line_report,
     compare_patterns,
     emit_model,
     head_counts,
     model_text,
+    plot_causal,
     plot_check,
 )
 from .common import MAX_DPS, MAX_GRID, integer_in, point_list, progress_bar, wants_progress
@@ -84,7 +89,11 @@ def _config_args(p, suppress):
     p.add_argument("--dv", default=d(None), help="ratio of the value width per head (default: --dh)")
     p.add_argument("--dout", default=d("1/2"), help="ratio of the output width (default 1/2)")
     p.add_argument("--causal", action="store_true", default=d(False),
-                   help="causal mask (query i attends to keys j <= i): refused with the reason, see docs/causal.md")
+                   help="causal mask (query i attends to keys j <= i), independent heads: the law without the "
+                        "first --skip tokens, see docs/causal.md")
+    p.add_argument("--skip", default=d("1/10"),
+                   help="with --causal: the fraction of first tokens left out (default 1/10; the law of all rows "
+                        "has no finite moment)")
     _input_args(p, suppress)
 
 
@@ -131,8 +140,82 @@ def _inputs(args):
     return {"input_spectrum": args.input_spectrum, "input_position": args.input_position}
 
 
+def _causal_law(args):
+    """The causal law of ``--causal`` (independent heads, orthonormal inputs), or DomainError naming what does not
+    apply."""
+    extra = []
+    if str(args.pattern).strip().lower() != "mha":
+        extra.append(f"--pattern {args.pattern}")
+    if args.input_spectrum is not None:
+        extra.append("--input-spectrum")
+    if args.input_position != "generic":
+        extra.append(f"--input-position {args.input_position}")
+    if extra:
+        raise DomainError(f"--causal is solved for independent heads (--pattern mha) with orthonormal inputs "
+                          f"(docs/causal.md); drop {', '.join(extra)}")
+    l = read_number(args.l, what="--l", positive=True)
+    d_h = read_number(args.dh, what="--dh", positive=True)
+    d_v = d_h if args.dv is None else read_number(args.dv, what="--dv", positive=True)
+    d_out = read_number(args.dout, what="--dout", positive=True)
+    return causal_attention_law(args.beta, args.skip, d_h=d_h / l, d_v=d_v / l, d_out=d_out / l, heads=args.heads)
+
+
+def _causal_summary(law):
+    support = law.support(tol=law.edge_tol)
+    (lo, hi), = support
+    mean = law.mean()
+    mu = float(mean)
+    top = _with_error(float(hi.value), float(hi.error)) if hi.error > 0 else fmt_float(hi.value)
+    lines = [f"{law!r}",
+             "the law of the squared singular values of causal attention's Gaussian equivalent, "
+             "sum_h sqrt(l)(A_h - M) V_h W_h over its last (1 - skip) l rows (M the Cesaro mean; docs/causal.md, "
+             "section 6)",
+             f"mean (exact)            {mean} = {fmt_float(mu)}",
+             f"atom at 0 (exact)       {law.atom_mass()}",
+             f"support                 [{fmt_float(lo.value)}, {top}]  (top edge +- {hi.error:.2g}, "
+             f"extrapolated from {', '.join(map(str, law.cells))} cells)"]
+    for c in (0.25, 0.5, 1.0, 2.0):
+        x = c * mu
+        d = law.density(x)
+        lines.append(f"density at {x:<12.6g} {_with_error(d.value, d.error)}  (+- {d.error:.1e})")
+    z = complex(mu, mu / 2)
+    g = law.cauchy(z)
+    re, im = _with_error(g.value.real, g.error), _with_error(abs(g.value.imag), g.error)
+    lines.append(f"G({z.real:.6g}{z.imag:+.6g}i)    {re} {'-' if g.value.imag < 0 else '+'} {im}i  "
+                 f"(+- {g.error:.1e})")
+    tokens = math.exp(2 * float(law.beta) ** 2)
+    lines.append(f"regime: real causal softmax approaches this law as l grows when skip * l >> exp(2 beta^2) = "
+                 f"{tokens:.4g} tokens, the length of the shortest row kept (l >> {tokens / float(law.skip):.4g}); "
+                 f"freeprob attention check --causal compares them")
+    return "\n".join(lines) + "\n"
+
+
+def fmt_float(x):
+    return f"{float(x):.10g}"
+
+
+def _with_error(value, error):
+    """``value`` with the digits its error estimate supports (one beyond the first uncertain one)."""
+    digits = max(1, min(15, 1 - math.floor(math.log10(error)))) if error > 0 else 15
+    return f"{value:.{digits}f}"
+
+
 def cmd_attention(args, out):
-    """``freeprob attention``: print or write (``--emit``) the Gaussian-equivalent model file."""
+    """``freeprob attention``: print or write (``--emit``) the Gaussian-equivalent model file; with ``--causal`` the
+    summary of the causal law (``--plot`` its density)."""
+    if args.causal:
+        if args.emit:
+            raise DomainError("--causal has no model file (its masked score product is not an expression of the "
+                              "engine); drop --emit: freeprob attention --causal prints the law")
+        law = _causal_law(args)
+        out.write(_causal_summary(law))
+        if args.plot:
+            plot_causal(law, args.plot)
+            out.write(f"wrote {args.plot}\n")
+        return 0
+    if args.plot:
+        raise DomainError("--plot draws the causal law's density: give --causal, or use freeprob attention check "
+                          "--plot for the check's figure")
     cfg = attention_config(args.heads, args.pattern, args.beta, **_ratios(args), causal=args.causal,
                            **_inputs(args))
     if args.seq_len is not None:
@@ -155,9 +238,23 @@ def cmd_attention(args, out):
 
 
 def cmd_attention_check(args, out):
-    """``freeprob attention check``: the multi-size real-softmax report."""
-    sizes = _ints(args.sizes, "--sizes")
+    """``freeprob attention check``: the multi-size real-softmax report (``--causal``: of the causal law)."""
     reps = _ints(args.reps, "--reps") if args.reps else None
+    if args.causal:
+        law = _causal_law(args)
+        sizes = CAUSAL_SIZES if args.sizes_given is None else _ints(args.sizes_given, "--sizes")
+        tick, close = progress_bar(wants_progress(args), "causal softmax samples", unit="size")
+        try:
+            rep = check_causal(law.beta, law.skip, d_h=law.ratios["d_h"], d_v=law.ratios["d_v"],
+                               d_out=law.ratios["d_out"], heads=law.heads, sizes=sizes, reps=reps, seed=args.seed,
+                               linear=args.linear, progress=tick)
+        finally:
+            close()
+        if args.plot:
+            plot_causal(law, args.plot, rep)
+        out.write((json.dumps(rep.as_dict(), indent=2, default=_json_default) if args.json else rep.text()) + "\n")
+        return 0 if rep.passed else 1
+    sizes = _ints(args.sizes_given or "375,750,1500,3000", "--sizes")
     tick, close = progress_bar(wants_progress(args), "softmax samples", unit="size")
     try:
         rep = check_attention(args.heads, args.pattern, args.beta, **_ratios(args), sizes=sizes, reps=reps,
@@ -303,12 +400,15 @@ def add_attention_parsers(subparsers):
                    help="check the regime of validity at this sequence length")
     p.add_argument("--name", help="model name (default attention-<pattern>-h<H>)")
     p.add_argument("--emit", metavar="FILE.toml", help="write the model file here (default: print it)")
+    p.add_argument("--plot", metavar="FILE.png", help="with --causal: draw the density of the causal law")
     p.set_defaults(func=cmd_attention)
     sub = p.add_subparsers(dest="attention_command", metavar="{check,compare,sweep}")
 
     c = sub.add_parser("check", help="real softmax at several sizes, extrapolated, against the law")
     _config_args(c, suppress=True)
-    c.add_argument("--sizes", default="375,750,1500,3000", help="scales N (at least 3; default 375,750,1500,3000)")
+    c.add_argument("--sizes", default=None, dest="sizes_given",
+                   help="scales N (at least 3; default 375,750,1500,3000; with --causal the lengths l, default "
+                        "250,500,1000,2000)")
     c.add_argument("--reps", help="replicates per size (default max(4, round(6 N_max/N)))")
     c.add_argument("--seed", type=integer_in(0, 2**63 - 1, "--seed"), default=0)
     c.add_argument("--trim", type=int, default=3, help="largest values left out of the moments (default 3)")
