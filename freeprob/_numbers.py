@@ -41,6 +41,7 @@ import re
 from fractions import Fraction
 
 import mpmath
+import numpy as np
 import sympy
 
 from ._errors import DomainError
@@ -52,6 +53,7 @@ __all__ = [
     "parse_nonlinearity",
     "parse_scalar",
     "read_number",
+    "read_points",
     "read_scalar",
 ]
 
@@ -527,3 +529,22 @@ def parse_nonlinearity(text, x="x"):
     params = tuple(sorted(plain.values(), key=lambda s: s.name))
     check_structure(expr, xsym, params, f"the nonlinearity {text!r}")
     return expr, xsym, params
+
+
+def read_points(values, *, real=False):
+    """The points of a vectorized double-precision evaluation: a scalar or a 1-d array, as a 1-d numpy array
+    (complex, or float with ``real=True``), every one finite; DomainError for anything else.
+
+    >>> read_points(2), read_points([0.5, 1], real=True)
+    (array([2.+0.j]), array([0.5, 1. ]))
+    """
+    kind = "real numbers" if real else "numbers"
+    try:
+        out = np.atleast_1d(np.asarray(values, dtype=float if real else complex))
+    except (TypeError, ValueError):
+        raise DomainError(f"points must be {kind} (a scalar or a 1-d array), got {values!r}") from None
+    if out.ndim != 1:
+        raise DomainError(f"points must be a scalar or a 1-d array, got an array of shape {out.shape}")
+    if not np.all(np.isfinite(out)):
+        raise DomainError(f"points must be finite numbers, got {values!r}")
+    return out

@@ -30,7 +30,7 @@ every discretized support), :meth:`~DiscretizedLaw.atoms`, and
 import numpy as np
 
 from ._errors import ConvergenceError, DomainError
-from ._numbers import read_number
+from ._numbers import read_number, read_points
 from ._precision import context, to_mpc
 from .solve.cdf import tabulate
 from .solve.richardson import Extrapolated, richardson
@@ -102,12 +102,7 @@ class DiscretizedLaw:
 
         The point 0 (a hard edge or an atom of a Gram matrix) has no value.
         """
-        try:
-            z = np.atleast_1d(np.asarray(z, dtype=complex))
-        except (TypeError, ValueError):
-            raise DomainError(f"points must be numbers (a scalar or a 1-d array), got {z!r}") from None
-        if z.ndim != 1:
-            raise DomainError(f"points must be a scalar or a 1-d array, got shape {z.shape}")
+        z = read_points(z)
         flip = z.imag < 0
         w = np.where(flip, np.conj(z), z)
         zero = w == 0
@@ -157,7 +152,7 @@ class DiscretizedLaw:
     def density_fast(self, x):
         """The extrapolated density at real points (vectorized), NaN where its estimate is above
         ``_fast_tol`` (default :data:`FAST_TOL`) (relative to ``max(1, |G|)``); 0 at ``x < 0``."""
-        x = np.atleast_1d(np.asarray(x, dtype=float))
+        x = read_points(x, real=True)
         out = np.zeros(len(x))
         pos = x > 0
         if pos.any():

@@ -16,7 +16,7 @@ import numpy as np
 import sympy
 
 from ._errors import ConvergenceError, DomainError, EliminationError
-from ._numbers import read_number
+from ._numbers import read_number, read_points
 from ._precision import check_dps, context, guard_digits, shared_precision, to_mpc, to_mpf
 from .expr.entrywise import check_generic_position
 from .expr.equivalence import GaussianMean
@@ -444,12 +444,7 @@ class SpectralLaw:
         point whose boundary value is not reached (at an atom, or within about
         ``1e-10`` of the width from an edge).
         """
-        try:
-            z = np.atleast_1d(np.asarray(z, dtype=complex))
-        except (TypeError, ValueError):
-            raise DomainError(f"points must be numbers (a scalar or a 1-d array), got {z!r}") from None
-        if z.ndim != 1:
-            raise DomainError(f"points must be a scalar or a 1-d array, got an array of shape {z.shape}")
+        z = read_points(z)
         if z.size == 0:
             return np.zeros(0, dtype=complex)
         if self._units:
@@ -492,10 +487,7 @@ class SpectralLaw:
         relative to ``max(1, |G|)`` inside the support.
         Unverified points (at an atom) are NaN.
         """
-        try:
-            x = np.atleast_1d(np.asarray(x, dtype=float))
-        except (TypeError, ValueError):
-            raise DomainError(f"points must be real numbers (a scalar or a 1-d array), got {x!r}") from None
+        x = read_points(x, real=True)
         if self._units:
             return self._units.density_fast(x)
         g = self.cauchy_fast(x.astype(complex))
