@@ -60,6 +60,12 @@ class DiscretizedLaw:
     _edge_tol = 1e-6
     #: Width (relative to the scale) to which each discretization's edges are bisected.
     _edge_resolution = 1e-13
+    #: The size of ``G`` below which the support scan's thresholds stop being relative (1 for laws of order one;
+    #: a law whose scale is far from one sets it from its scale).
+    _g_unit = 1.0
+    #: What a refused distribution table says about why (the end of its ConvergenceError).
+    _cdf_hint = ("near a hard edge whose density is not a power law (Dykema-Haagerup: about 1/(x log^2 x) at 0) "
+                 "the table is not built, so distribution checks and quantiles are refused")
     #: Points solved together (a subclass whose solver is vectorized bounds its memory with it).
     _batch = 1 << 30
 
@@ -176,6 +182,9 @@ class DiscretizedLaw:
         ``tol * max(1, |edge|)``.
         """
         tol = _tolerance(self._tol if tol is None else tol)
+        if isinstance(grid, bool) or not isinstance(grid, int) or not 10 <= grid <= 100_000:
+            raise DomainError(f"grid must be an integer between 10 and 100000 (points of the support scan), "
+                              f"got {grid!r}")
         per_level = self._memoized(("support", grid), lambda: self._support_levels(grid))
         counts = {len(ivs) for ivs in per_level}
         if len(counts) != 1:
@@ -210,7 +219,7 @@ class DiscretizedLaw:
                 bad = xs[np.isnan(dens)][0]
                 raise ConvergenceError(f"{self.name}: the discretization on {m} cells could not be solved at "
                                        f"x = {bad:.6g}", point=float(bad))
-            pos = dens > 1e-9 * max(1.0, float(np.max(np.abs(levels[i]))))
+            pos = dens > 1e-9 * max(self._g_unit, float(np.max(np.abs(levels[i]))))
 
             known = {"x": None, "g": None, "inside": None}
 
@@ -229,7 +238,7 @@ class DiscretizedLaw:
                 if np.isnan(g).any():
                     raise ConvergenceError(f"{self.name}: the discretization on {m} cells could not be solved near "
                                            f"a support edge", point=float(x[np.isnan(g)][0]))
-                inside = -g.imag > 1e-7 * np.maximum(1.0, np.abs(g))
+                inside = -g.imag > 1e-7 * np.maximum(self._g_unit, np.abs(g))
                 known["x"], known["g"], known["inside"] = x, unknowns, inside
                 return inside
 
@@ -298,8 +307,7 @@ class DiscretizedLaw:
             except ConvergenceError as exc:
                 raise ConvergenceError(
                     f"{self.name}: the distribution function could not be tabulated from the extrapolated density "
-                    f"({exc}); near a hard edge whose density is not a power law (Dykema-Haagerup: about "
-                    f"1/(x log^2 x) at 0) the table is not built, so distribution checks and quantiles are refused",
+                    f"({exc}); {self._cdf_hint}",
                     residual=getattr(exc, "residual", None)) from None
             xs = np.concatenate([x for x, _ in seen])
             errs = np.concatenate([e for _, e in seen])

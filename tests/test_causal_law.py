@@ -19,7 +19,7 @@ from freeprob import ConvergenceError, DomainError, RegimeError
 from freeprob import attention as att
 from freeprob.attention import causal_check
 from freeprob.cli import main
-from freeprob.solve.causal_dyson import causal_cells, refine_start, solve_causal, upper_edge_bracket
+from freeprob.solve.causal_dyson import _verified, causal_cells, refine_start, solve_causal, upper_edge_bracket
 from freeprob.solve.richardson import richardson
 
 
@@ -166,11 +166,56 @@ def test_top_edge_is_bracketed_by_the_real_branch_and_reported_with_its_estimate
         law.support()   # the default tolerance 1e-4: the top edge's estimate is 0.19
 
 
+def test_every_unknown_of_the_law_is_in_the_lower_half_plane():
+    # each unknown is a diagonal entry of the symmetric linearization's resolvent, so Im <= 0 for all of them
+    # (not only the rows' x_I): the verification asks it, which rejects other roots of the cell equation
+    S = causal_cells(10, 0.1, 1.0, 0.5, 0.5, 0.5)
+    sol = solve_causal(S, [1 + 0.5j, 0.05 + 0.01j, 3.0, 40 + 1j])
+    assert sol.converged.all()
+    assert np.all(sol.u.imag <= 1e-12 * (1 + np.abs(sol.u)))
+    bad = sol.u[0].copy()
+    bad[len(S.rows)] += 0.1j                                   # a token unknown in the upper half-plane
+    assert not _verified(S, 1 + 0.5j, bad)
+
+
+def test_support_is_found_at_every_scale():
+    # the scan's thresholds are relative to the law's scale (about beta^2 for small beta, exp(beta^2) for large):
+    # beta = 1/100 has its top edge near 3e-3, and skip = 1/2 (no atom) has the hard edge 0
+    small = att.causal_attention_law("1/100", "1/10")
+    (lo, hi), = small.support(tol=small.edge_tol)
+    assert lo.value == 0 and 1e-3 < hi.value < 1e-2 and small.density(hi.value / 4, tol=1e-3).value > 0
+    assert small.name.startswith("causal attention (beta = 1/100")
+    half = att.causal_attention_law(1, "1/2")
+    assert half.atom_mass() == 0
+    (lo, hi), = half.support(tol=half.edge_tol)
+    assert lo.value == 0 and 11 < hi.value < 12
+
+
+@pytest.mark.slow
+def test_support_of_a_large_beta_law_covers_its_density():
+    # beta = 4: scale 2e8; an absolute threshold once snapped the edge to the scan grid at 6.7e7 while the density
+    # was positive at 1.45e8
+    law = att.causal_attention_law(4, "1/10")
+    (lo, hi), = law.support(tol=law.edge_tol)
+    assert hi.value > 1.45e8 and law.density(1.45e8).value > 0
+
+
+def test_cli_prints_every_support_interval():
+    out = io.StringIO()
+    assert main(["attention", "--causal", "--dh", "1/100", "--dv", "1/2"], out=out) == 0, out.getvalue()
+    line = next(x for x in out.getvalue().splitlines() if x.startswith("support"))
+    assert line.count("[") == 2, line
+
+
 @pytest.mark.parametrize("kwargs, match", [
-    (dict(skip=0), "skip must be a rational number between 0 and 1"),
-    (dict(skip=1), "skip must be a rational number between 0 and 1"),
+    (dict(skip=0), "skip must be a rational number strictly between 0 and 1"),
+    (dict(skip=1), "skip must be a rational number strictly between 0 and 1"),
     (dict(skip="sqrt(2)/2"), "skip must be a rational number"),
     (dict(skip="1/1000"), "denominator 1000"),
+    (dict(skip="1/32"), "256 cells"),
+    (dict(beta=5), "at most 4"),
+    (dict(beta="1/1000"), "at least 1/100"),
+    (dict(d_h="1e-300"), "between 1/1000 and 1000"),
     (dict(beta=0), "beta must be nonzero"),
     (dict(d_out=0), "ratio d_out: must be positive"),
     (dict(d_h="__import__('os')"), "not allowed"),
@@ -209,11 +254,12 @@ def test_cli_prints_the_law(tmp_path):
     text = out.getvalue()
     assert code == 0, text
     assert "mean (exact)            (-1 + exp(1/4))*log(4)/3" in text
-    assert "atom at 0 (exact)       2/3" in text and "top edge +-" in text and "regime:" in text
+    assert "atom at 0 (exact)       2/3" in text and "edges +-" in text and "regime:" in text
     assert png.stat().st_size > 10_000
 
 
 def test_check_validates_before_sampling(monkeypatch):
+    """Bad arguments are refused before anything is sampled."""
     def must_not_sample(*args, **kwargs):
         raise AssertionError("sampled although the check is refused")
 
@@ -224,6 +270,12 @@ def test_check_validates_before_sampling(monkeypatch):
         att.check_causal(1, "1/10", sizes=(100, 100, 200))
     with pytest.raises(DomainError, match="reps"):
         att.check_causal(1, "1/10", sizes=(100, 200, 400), reps=(1, 1, 1))
+    for kwargs, match in [(dict(level=0), "level"), (dict(level=2), "level"), (dict(rates=(0.5, 0.5)), "rates"),
+                          (dict(sizes=(40.7, 80, 160)), "sizes"), (dict(sizes=(100, 200, 400), reps=(2.9, 3, 3)),
+                                                                   "reps"),
+                          (dict(sizes=(100, 200, 30000)), "between 40 and 8000")]:
+        with pytest.raises(DomainError, match=match):
+            att.check_causal(1, "1/10", **kwargs)
 
 
 def test_quick_check_of_the_linear_surrogate():
@@ -231,6 +283,7 @@ def test_quick_check_of_the_linear_surrogate():
     rep = att.check_causal(1, "1/4", sizes=(80, 160, 320), reps=(12, 6, 4), seed=7, linear=True)
     assert rep.passed, rep.text()
     assert [r["name"] for r in rep.rows][0] == "mean" and len(rep.rows) == 9
+    assert not rep.rows[0]["judged"] and all(r["judged"] for r in rep.rows[1:])
 
 
 @pytest.mark.slow

@@ -19,8 +19,8 @@ variances of :func:`freeprob.attention.sample_attention`) are
 
 Each is returned as the squared singular values over its ``l`` rows; with
 ``skip = k`` the first ``k`` rows (the first tokens) are dropped as well
-(keys ``"centred-tail"``, ...). Why these objects, what their laws are and
-why freeprob does not solve them: docs/causal.md.
+(keys ``"centred-tail"``, ...). Why these objects and what their laws are:
+docs/causal.md; the law of the tail is :func:`~freeprob.attention.causal_attention_law`.
 """
 
 import math

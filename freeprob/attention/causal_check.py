@@ -11,12 +11,18 @@ made by :func:`causal_attention_law`.
 rows) at several lengths ``l`` and compares linear spectral statistics with
 the law:
 
-* the mean of the spectrum, against the exact ``(d_out/l)(exp(beta^2) - 1)
-  log(1/skip)/(1 - skip)``;
 * the Stieltjes statistics ``(1/rows) sum 1/(z - x_i)`` (real and imaginary
-  parts) at points ``z = c mu (1 + i/2)``, ``mu`` the mean and
+  parts) at points ``z = c mu (1 + i/2)``, ``mu`` the exact mean
+  ``(d_out/l)(exp(beta^2) - 1) log(1/skip)/(1 - skip)`` and
   ``c = 1/4, 1/2, 1, 2``, against the extrapolated Cauchy transform (its error
   estimate, about ``1e-5``, is far below the Monte-Carlo errors).
+
+The mean of the spectrum is reported beside them but is not part of the
+verdict: it is an unbounded statistic, and the replicate standard deviation
+of real causal softmax's mean does not fall like ``1/l`` (``l sd`` was 26,
+45, 57 at ``l = 250, 1000, 4000``), which the pooled variance of the fit
+assumes; its ``|a|/se`` over 40 seeds had a standard deviation of 1.45. The
+bounded Stieltjes statistics have it between 0.84 and 1.26.
 
 The per-size mean differences are fitted by ``a + b l^(-1/2) + c l^(-1)``
 (:func:`~freeprob.montecarlo.stats.fit_trend`, as the non-causal check does),
@@ -47,6 +53,8 @@ __all__ = ["CAUSAL_SIZES", "CausalCheckReport", "causal_attention_law", "check_c
 CAUSAL_SIZES = (250, 500, 1000, 2000)
 #: The Stieltjes points, as multiples ``c`` of ``mu (1 + i/2)``.
 POINT_MULTIPLES = (0.25, 0.5, 1.0, 2.0)
+#: Largest length of a sample (one causal softmax holds several ``l x l`` arrays: 0.5 GiB each at 8000).
+MAX_LENGTH = 8000
 
 
 def causal_attention_law(beta=1, skip=DEFAULT_SKIP, *, d_h=DEFAULT_WIDTH, d_v=DEFAULT_WIDTH, d_out=DEFAULT_WIDTH,
@@ -112,23 +120,35 @@ class CausalCheckReport:
             + f"{'a = D(inf)':>13}{'se(a)':>10}{'|a|/se':>8}{'tol':>10}",
         ]
         for row in self.rows:
+            note = "" if row["passed"] else "  <-- FAIL"
+            if not row["judged"]:
+                note = "  (reported, not judged)"
             lines.append(f"{row['name']:<22}" + cell(row["theory"], ".6g", 13)
                          + "".join(cell(d, ".3e", 12) for d in row["differences"])
                          + cell(row["a"], ".3e", 13) + cell(row["se_a"], ".2e", 10) + cell(abs(row["t"]), ".2f", 8)
-                         + cell(row["tolerance"], ".2e", 10) + ("" if row["passed"] else "  <-- FAIL"))
-        lines.append(f"verdict: {'PASS' if self.passed else 'FAIL'}: every |a| <= tol = {self.critical:.2f} se(a) "
-                     f"(Student t, {self.df} pooled replicate degrees of freedom, family-wise level {self.level:g} "
-                     f"over {len(self.rows)} statistics, Bonferroni)")
+                         + cell(row["tolerance"], ".2e", 10) + note)
+        judged = sum(r["judged"] for r in self.rows)
+        lines.append(f"verdict: {'PASS' if self.passed else 'FAIL'}: every judged |a| <= tol = {self.critical:.2f} "
+                     f"se(a) (Student t, {self.df} pooled replicate degrees of freedom, family-wise level "
+                     f"{self.level:g} over the {judged} Stieltjes statistics, Bonferroni); the mean is an unbounded "
+                     f"statistic whose fluctuations do not fall like 1/l, reported only")
         return "\n".join(lines)
 
 
-def _sizes(sizes, rates):
+def _integers(values, what):
     try:
-        sizes = tuple(int(n) for n in sizes)
-    except (TypeError, ValueError):
-        raise DomainError(f"sizes must be integers, got {sizes!r}") from None
-    if len(set(sizes)) != len(sizes) or min(sizes, default=0) < 40:
-        raise DomainError(f"sizes must be distinct integers >= 40, got {sizes}")
+        values = tuple(values)
+    except TypeError:
+        raise DomainError(f"{what} must be a sequence of integers, got {values!r}") from None
+    if not values or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in values):
+        raise DomainError(f"{what} must be a sequence of integers, got {values!r}")
+    return tuple(int(v) for v in values)
+
+
+def _sizes(sizes, rates):
+    sizes = _integers(sizes, "sizes")
+    if len(set(sizes)) != len(sizes) or min(sizes) < 40 or max(sizes) > MAX_LENGTH:
+        raise DomainError(f"sizes must be distinct integers between 40 and {MAX_LENGTH}, got {sizes}")
     if len(sizes) < max(3, 1 + len(rates)):
         raise DomainError(f"the fit a + {len(rates)} trend term(s) needs at least {max(3, 1 + len(rates))} sizes, "
                           f"got {len(sizes)}")
@@ -183,13 +203,18 @@ def check_causal(beta=1, skip=DEFAULT_SKIP, *, d_h=DEFAULT_WIDTH, d_v=DEFAULT_WI
     """
     t0 = time.perf_counter()
     law = causal_attention_law(beta, skip, d_h=d_h, d_v=d_v, d_out=d_out, heads=heads)
+    try:
+        rates = tuple(float(r) for r in rates)
+    except (TypeError, ValueError):
+        raise DomainError(f"rates must be positive numbers, got {rates!r}") from None
+    if not rates or len(set(rates)) != len(rates) or not all(0 < r < 10 for r in rates):
+        raise DomainError(f"rates must be distinct positive exponents (such as 0.5, 1), got {rates!r}")
+    if isinstance(level, bool) or not isinstance(level, (int, float)) or not 0 < level < 1:
+        raise DomainError(f"level must be a number strictly between 0 and 1, got {level!r}")
     sizes = _sizes(sizes, rates)
     if reps is None:
         reps = tuple(max(4, round(4 * max(sizes) / n)) for n in sizes)
-    try:
-        reps = tuple(int(r) for r in reps)
-    except (TypeError, ValueError):
-        raise DomainError(f"reps must be integers, got {reps!r}") from None
+    reps = _integers(reps, "reps")
     if len(reps) != len(sizes) or min(reps) < 2:
         raise DomainError(f"reps must give at least 2 replicates for each of the {len(sizes)} sizes, got {reps}")
     if linear is not True and linear is not False:
@@ -208,6 +233,7 @@ def check_causal(beta=1, skip=DEFAULT_SKIP, *, d_h=DEFAULT_WIDTH, d_v=DEFAULT_WI
     points = np.array([c * mu * (1 + 0.5j) for c in POINT_MULTIPLES])
     g = np.array([law.cauchy(z).value for z in points])    # each within its tolerance, or ConvergenceError
     theory = np.concatenate([[mu], g.real, g.imag])
+    judged = np.arange(len(theory)) > 0        # the mean is reported, not judged (module docstring)
     names = ["mean"] + [f"Re G({z.real:.3g}{z.imag:+.3g}i)" for z in points] \
         + [f"Im G({z.real:.3g}{z.imag:+.3g}i)" for z in points]
     obj = "linear" if linear else "centred"
@@ -238,12 +264,12 @@ def check_causal(beta=1, skip=DEFAULT_SKIP, *, d_h=DEFAULT_WIDTH, d_v=DEFAULT_WI
         fit = fit_trend(sizes, reps, means[:, j], variances[:, j], rates)
         df = fit["df"]
         if critical is None:
-            critical = student_t_quantile(1 - level / (2 * len(names)), df)
+            critical = student_t_quantile(1 - level / (2 * int(judged.sum())), df)
         a, se = float(fit["coef"][0]), float(fit["se"][0])
         rows.append({"name": name, "theory": float(theory[j]), "differences": [float(d) for d in means[:, j]],
                      "a": a, "se_a": se, "trend": [float(c) for c in fit["coef"][1:]],
-                     "t": a / se if se > 0 else math.inf, "tolerance": critical * se,
-                     "passed": bool(abs(a) <= critical * se)})
+                     "t": a / se if se > 0 else math.inf, "tolerance": critical * se, "judged": bool(judged[j]),
+                     "passed": bool(abs(a) <= critical * se) or not judged[j]})
     return CausalCheckReport(
         law=repr(law), sampler="the linear surrogate" if linear else "real causal softmax (first tokens left out)",
         sizes=sizes, reps=reps, seed=seq.entropy if seed is not None else None, rates=tuple(rates), level=level,

@@ -3,7 +3,8 @@
 ::
 
     freeprob attention [--heads H] [--pattern P] [--beta B] [--l L] [--dh DH] [--dv DV] [--dout DO]
-                       [--causal] [--input-spectrum 1/4:1/2,7/4:1/2] [--input-position generic|diagonal]
+                       [--causal [--skip 1/10] [--plot FILE.png]] [--input-spectrum 1/4:1/2,7/4:1/2]
+                       [--input-position generic|diagonal]
                        [--seq-len N] [--name NAME] [--emit FILE.toml]
     freeprob attention check [same options] [--sizes 375,750,1500,3000] [--reps R1,R2,...] [--seed S]
                              [--trim T] [--linear] [--json] [--plot FILE.png]
@@ -22,8 +23,10 @@
 A pattern may carry a value coupling, ``--pattern mha+kv-gaussian:1:0`` (values
 ``V_h = A K_h M_h/sqrt(l) + B V'_h``, :class:`freeprob.attention.ValueCoupling`),
 and ``compare --patterns`` takes such patterns among the others.
-``--causal`` (the causal mask) is refused with the reason (an
-EquivalenceError, exit code of any freeprob error; docs/causal.md).
+``--causal`` (the causal mask, independent heads) prints the law without the
+first ``--skip`` tokens (default 1/10; the law of all rows has no finite
+moment) and ``--plot`` draws its density; ``check --causal`` compares it with
+real causal softmax at several lengths (docs/causal.md).
 ``--input-spectrum`` gives real inputs (token covariance of that spectrum,
 docs/attention.md "Real inputs"), to every configuration of ``check``,
 ``compare`` and ``sweep`` too; ``--input-position diagonal`` is refused
@@ -43,7 +46,7 @@ import sys
 
 from tqdm import tqdm
 
-from .. import DomainError, FreeProbError
+from .. import ConvergenceError, DomainError, FreeProbError
 from .._numbers import read_number
 from ..attention import (
     CAUSAL_SIZES,
@@ -91,7 +94,7 @@ def _config_args(p, suppress):
     p.add_argument("--causal", action="store_true", default=d(False),
                    help="causal mask (query i attends to keys j <= i), independent heads: the law without the "
                         "first --skip tokens, see docs/causal.md")
-    p.add_argument("--skip", default=d("1/10"),
+    p.add_argument("--skip", default=d(None),
                    help="with --causal: the fraction of first tokens left out (default 1/10; the law of all rows "
                         "has no finite moment)")
     _input_args(p, suppress)
@@ -144,6 +147,10 @@ def _causal_law(args):
     """The causal law of ``--causal`` (independent heads, orthonormal inputs), or DomainError naming what does not
     apply."""
     extra = []
+    if getattr(args, "seq_len", None) is not None:
+        extra.append("--seq-len (the causal summary prints its regime)")
+    if getattr(args, "trim", None) is not None:
+        extra.append("--trim (the causal check uses Stieltjes statistics, no moments)")
     if str(args.pattern).strip().lower() != "mha":
         extra.append(f"--pattern {args.pattern}")
     if args.input_spectrum is not None:
@@ -157,26 +164,35 @@ def _causal_law(args):
     d_h = read_number(args.dh, what="--dh", positive=True)
     d_v = d_h if args.dv is None else read_number(args.dv, what="--dv", positive=True)
     d_out = read_number(args.dout, what="--dout", positive=True)
-    return causal_attention_law(args.beta, args.skip, d_h=d_h / l, d_v=d_v / l, d_out=d_out / l, heads=args.heads)
+    skip = "1/10" if args.skip is None else args.skip
+    return causal_attention_law(args.beta, skip, d_h=d_h / l, d_v=d_v / l, d_out=d_out / l, heads=args.heads)
 
 
 def _causal_summary(law):
     support = law.support(tol=law.edge_tol)
-    (lo, hi), = support
     mean = law.mean()
     mu = float(mean)
-    top = _with_error(float(hi.value), float(hi.error)) if hi.error > 0 else fmt_float(hi.value)
+
+    def edge(e):
+        return _with_error(float(e.value), float(e.error)) if e.error > 0 else fmt_float(e.value)
+
+    pieces = ", ".join(f"[{edge(a)}, {edge(b)}]" for a, b in support)
+    worst = max((max(float(a.error), float(b.error)) for a, b in support), default=0.0)
     lines = [f"{law!r}",
              "the law of the squared singular values of causal attention's Gaussian equivalent, "
              "sum_h sqrt(l)(A_h - M) V_h W_h over its last (1 - skip) l rows (M the Cesaro mean; docs/causal.md, "
              "section 6)",
              f"mean (exact)            {mean} = {fmt_float(mu)}",
              f"atom at 0 (exact)       {law.atom_mass()}",
-             f"support                 [{fmt_float(lo.value)}, {top}]  (top edge +- {hi.error:.2g}, "
+             f"support                 {pieces}  (edges +- {worst:.2g} at most, "
              f"extrapolated from {', '.join(map(str, law.cells))} cells)"]
     for c in (0.25, 0.5, 1.0, 2.0):
         x = c * mu
-        d = law.density(x)
+        try:
+            d = law.density(x)
+        except ConvergenceError as exc:
+            lines.append(f"density at {x:<12.6g} not verified ({exc})")
+            continue
         lines.append(f"density at {x:<12.6g} {_with_error(d.value, d.error)}  (+- {d.error:.1e})")
     z = complex(mu, mu / 2)
     g = law.cauchy(z)
@@ -200,9 +216,15 @@ def _with_error(value, error):
     return f"{value:.{digits}f}"
 
 
+def _skip_needs_causal(args):
+    if not args.causal and args.skip is not None:
+        raise DomainError("--skip applies to the causal law: give --causal as well")
+
+
 def cmd_attention(args, out):
     """``freeprob attention``: print or write (``--emit``) the Gaussian-equivalent model file; with ``--causal`` the
     summary of the causal law (``--plot`` its density)."""
+    _skip_needs_causal(args)
     if args.causal:
         if args.emit:
             raise DomainError("--causal has no model file (its masked score product is not an expression of the "
@@ -240,6 +262,7 @@ def cmd_attention(args, out):
 def cmd_attention_check(args, out):
     """``freeprob attention check``: the multi-size real-softmax report (``--causal``: of the causal law)."""
     reps = _ints(args.reps, "--reps") if args.reps else None
+    _skip_needs_causal(args)
     if args.causal:
         law = _causal_law(args)
         sizes = CAUSAL_SIZES if args.sizes_given is None else _ints(args.sizes_given, "--sizes")
@@ -254,11 +277,12 @@ def cmd_attention_check(args, out):
             plot_causal(law, args.plot, rep)
         out.write((json.dumps(rep.as_dict(), indent=2, default=_json_default) if args.json else rep.text()) + "\n")
         return 0 if rep.passed else 1
-    sizes = _ints(args.sizes_given or "375,750,1500,3000", "--sizes")
+    sizes = _ints("375,750,1500,3000" if args.sizes_given is None else args.sizes_given, "--sizes")
     tick, close = progress_bar(wants_progress(args), "softmax samples", unit="size")
     try:
         rep = check_attention(args.heads, args.pattern, args.beta, **_ratios(args), sizes=sizes, reps=reps,
-                              seed=args.seed, trim=args.trim, linear=args.linear, progress=tick,
+                              seed=args.seed, trim=3 if args.trim is None else args.trim, linear=args.linear,
+                              progress=tick,
                               causal=args.causal, **_inputs(args))
     finally:
         close()
@@ -409,9 +433,12 @@ def add_attention_parsers(subparsers):
     c.add_argument("--sizes", default=None, dest="sizes_given",
                    help="scales N (at least 3; default 375,750,1500,3000; with --causal the lengths l, default "
                         "250,500,1000,2000)")
-    c.add_argument("--reps", help="replicates per size (default max(4, round(6 N_max/N)))")
+    c.add_argument("--reps", help="replicates per size (default max(4, round(6 N_max/N)); with --causal "
+                                  "max(4, round(4 l_max/l)))")
     c.add_argument("--seed", type=integer_in(0, 2**63 - 1, "--seed"), default=0)
-    c.add_argument("--trim", type=int, default=3, help="largest values left out of the moments (default 3)")
+    c.add_argument("--trim", type=int, default=None,
+                   help="largest values left out of the moments (default 3; not with --causal, whose check uses "
+                        "Stieltjes statistics)")
     c.add_argument("--linear", action="store_true", help="sample the Gaussian-equivalent surrogate (control)")
     c.add_argument("--json", action="store_true")
     c.add_argument("--plot", metavar="FILE.png")
