@@ -123,9 +123,11 @@ def test_mean_of_the_law_is_the_first_term_at_infinity(law):
 
 
 def test_atom_is_the_residue_at_zero(law):
+    # iy G(iy) = atom + int rho(x) y^2/(y^2 + x^2) dx; the continuous part is about c x^-1/2 near 0 (c = 0.30:
+    # rho(1e-5) = 95.7), whose share is (pi/sqrt 2) c sqrt(y) = 0.67 sqrt(y) (measured 0.66, 0.67); the bound doubles it
     for y in (1e-3, 1e-4):
         g = law.cauchy(1j * y)
-        assert abs((1j * y * g.value).real - 4 / 9) < 5 * math.sqrt(y)   # the continuous part near 0 is ~ x^-1/2
+        assert abs((1j * y * g.value).real - 4 / 9) < 1.35 * math.sqrt(y) + y * g.error
 
 
 def test_extrapolation_is_inside_its_estimate_against_a_finer_one(law):
@@ -183,7 +185,7 @@ def test_support_is_found_at_every_scale():
     # beta = 1/100 has its top edge near 3e-3, and skip = 1/2 (no atom) has the hard edge 0
     small = att.causal_attention_law("1/100", "1/10")
     (lo, hi), = small.support(tol=small.edge_tol)
-    assert lo.value == 0 and 1e-3 < hi.value < 1e-2 and small.density(hi.value / 4, tol=1e-3).value > 0
+    assert lo.value == 0 and 1e-3 < hi.value < 1e-2 and small.density(float(small.mean())).value > 0
     assert small.name.startswith("causal attention (beta = 1/100")
     half = att.causal_attention_law(1, "1/2")
     assert half.atom_mass() == 0

@@ -44,7 +44,7 @@ from ..montecarlo.report import cell
 from ..montecarlo.sample import spawn_generators
 from ..montecarlo.stats import fit_trend, student_t_quantile
 from .causal import sample_causal
-from .config import DEFAULT_WIDTH
+from .config import DEFAULT_WIDTH, positive_int
 from .regime import REGIME_REFUSE
 
 __all__ = ["CAUSAL_SIZES", "CausalCheckReport", "causal_attention_law", "check_causal"]
@@ -140,9 +140,7 @@ def _integers(values, what):
         values = tuple(values)
     except TypeError:
         raise DomainError(f"{what} must be a sequence of integers, got {values!r}") from None
-    if not values or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in values):
-        raise DomainError(f"{what} must be a sequence of integers, got {values!r}")
-    return tuple(int(v) for v in values)
+    return tuple(positive_int(what, v) for v in values)
 
 
 def _sizes(sizes, rates):

@@ -174,7 +174,7 @@ def _causal_summary(law):
     mu = float(mean)
 
     def edge(e):
-        return _with_error(float(e.value), float(e.error)) if e.error > 0 else fmt_float(e.value)
+        return _with_error(float(e.value), float(e.error)) if e.error > 0 else _fmt_float(e.value)
 
     pieces = ", ".join(f"[{edge(a)}, {edge(b)}]" for a, b in support)
     worst = max((max(float(a.error), float(b.error)) for a, b in support), default=0.0)
@@ -182,7 +182,7 @@ def _causal_summary(law):
              "the law of the squared singular values of causal attention's Gaussian equivalent, "
              "sum_h sqrt(l)(A_h - M) V_h W_h over its last (1 - skip) l rows (M the Cesaro mean; docs/causal.md, "
              "section 6)",
-             f"mean (exact)            {mean} = {fmt_float(mu)}",
+             f"mean (exact)            {mean} = {_fmt_float(mu)}",
              f"atom at 0 (exact)       {law.atom_mass()}",
              f"support                 {pieces}  (edges +- {worst:.2g} at most, "
              f"extrapolated from {', '.join(map(str, law.cells))} cells)"]
@@ -206,7 +206,7 @@ def _causal_summary(law):
     return "\n".join(lines) + "\n"
 
 
-def fmt_float(x):
+def _fmt_float(x):
     return f"{float(x):.10g}"
 
 

@@ -236,7 +236,7 @@ def _path(S, z, top, first=0.5):
     """From ``Im z = top`` down to the target, multiplying ``Im z`` by ``first`` (more where a step fails); a real target
     last, from ``Im z = 1e-10 min(top, |Re z|)``.
 
-    A step is kept only if Newton's method converged on a point whose ``x_I`` are in the lower half-plane;
+    A step is kept only if Newton's method converged on a point in the lower half-plane (:func:`_lower`);
     otherwise it is retried with a smaller ratio (near an atom's pole the solution turns fast, and a halving
     step can land on another root of the equations: it did, at ``x = 9e-5`` on 10 cells).
     """
@@ -259,21 +259,24 @@ def _path(S, z, top, first=0.5):
     return u, True
 
 
+def _walk(S, u, points, z):
+    """Newton's method from ``u`` through ``points`` (each step kept only in the lower half-plane), then at ``z``."""
+    for p in points:
+        u, conv = _newton(S, p, u, 40, 1e-7)
+        if not (conv and _lower(S, u)):
+            return u, False
+    return _newton(S, z, u, 60, 1e-15)
+
+
 def _ray(S, z, top):
     """From ``a = z.real + 1e-3 top (1 + i)`` (solved by the path) to ``z``, halving the distance each step."""
     a = complex(z.real + 1e-3 * top, 1e-3 * top + z.imag)
     u, conv = _path(S, a, top)
     if not conv:
         return u, False
-    d = a - z
     floor = 1e-10 * max(min(top, abs(z.real)), 1e-6 * top)
-    while abs(d) > floor:
-        d /= 2.0
-        u, conv = _newton(S, z + d, u, 40, 1e-7)
-        if not (conv and _lower(S, u)):
-            return u, False
-    u, conv = _newton(S, z, u, 60, 1e-15)
-    return u, conv
+    steps = max(1, math.ceil(math.log2(abs(a - z) / floor)))
+    return _walk(S, u, [z + (a - z) * 0.5 ** k for k in range(1, steps + 1)], z)
 
 
 def solve_causal(S, z, start=None, top=None):
@@ -332,11 +335,7 @@ def solve_causal(S, z, start=None, top=None):
         done = np.nonzero(ok)[0]
         if done.size:
             j = done[np.argmin(np.abs(z[done] - z[i]))]
-            ui, conv = u[j], True
-            for w in np.linspace(0.0, 1.0, 9)[1:]:
-                ui, conv = _newton(S, z[j] + w * (z[i] - z[j]), ui, 40, 1e-7 if w < 1 else 1e-15)
-                if not (conv and _lower(S, ui)):
-                    break
+            ui, conv = _walk(S, u[j], [z[j] + w * (z[i] - z[j]) for w in np.linspace(0.0, 1.0, 9)[1:-1]], z[i])
             if conv and _verified(S, z[i], ui):
                 u[i], ok[i] = ui, True
                 continue
