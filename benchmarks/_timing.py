@@ -1,7 +1,9 @@
-"""Shared timing helper of the benchmarks (ratios are what is reported)."""
+"""Shared helpers of the benchmarks: timing (ratios are what is reported) and the engine's built-in models."""
 
 import os
 import time
+
+import freeprob as fp
 
 
 def best_of(fn, repeat=3):
@@ -21,3 +23,14 @@ def load_text():
         return "load average " + ", ".join(f"{x:.2f}" for x in os.getloadavg())
     except OSError:
         return "load average unknown"
+
+
+def engine_models():
+    """The built-in models the engine reduces to a SpectralLaw: not a continuous variance profile (a
+    ProfileLaw, bench_profile.py) and not the named causal-attention model (a CausalLaw, bench_causal.py)."""
+    out = []
+    for name in fp.builtin_models():
+        model = fp.find_model(name)
+        if model.kind == "expression" and not fp.has_continuous_profile(model.expr):
+            out.append(name)
+    return out

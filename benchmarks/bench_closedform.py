@@ -21,6 +21,8 @@ from freeprob.scalar.closedform import cauchy_polynomial, polynomial_density, po
 from freeprob.scalar.elimination import eliminate
 from freeprob.law import POLYNOMIAL_MAX_UNKNOWNS
 
+from _timing import engine_models
+
 
 def timed(fn):
     t = time.perf_counter()
@@ -85,7 +87,7 @@ def main(argv=None):
         names = args.models.split(",")
     else:
         # the models whose support/atoms use the polynomial route by default
-        sizes = {name: fp.law_of(fp.find_model(name)).system.n_unknowns for name in fp.builtin_models() if not fp.has_continuous_profile(fp.find_model(name).expr)}
+        sizes = {name: fp.law_of(fp.find_model(name)).system.n_unknowns for name in engine_models()}
         names = [name for name, r in sizes.items() if r <= POLYNOMIAL_MAX_UNKNOWNS]
         skipped = [f"{name} ({r} unknowns)" for name, r in sizes.items() if r > POLYNOMIAL_MAX_UNKNOWNS]
         if skipped:

@@ -27,7 +27,7 @@ from sympy.core.cache import clear_cache
 import freeprob as fp
 from freeprob.cli import main as cli
 
-from _timing import best_of, load_text
+from _timing import best_of, engine_models, load_text
 
 ISSUE_MODEL = "attention h1 beta=7/10"
 
@@ -52,7 +52,7 @@ def main(argv=None):
     tmp = tempfile.mkdtemp(prefix="bench-law-")
     issue = os.path.join(tmp, "attention-h1-beta0.7.toml")
     fp.attention.emit_model(issue, 1, "mha", "7/10", d_h="1/2", d_v="1/2", d_out="1/2")
-    specs = [(ISSUE_MODEL, issue)] + [(n, n) for n in (args.models.split(",") if args.models else [m for m in fp.builtin_models() if not fp.has_continuous_profile(fp.find_model(m).expr)])]
+    specs = [(ISSUE_MODEL, issue)] + [(n, n) for n in (args.models.split(",") if args.models else engine_models())]
     _law_command("wigner-semicircle")  # warm-up: one-off imports
     rng = np.random.default_rng(0)
     start = load_text()

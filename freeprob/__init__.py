@@ -38,12 +38,13 @@ from .expr.entrywise import Entrywise, EquivalenceReport, entrywise, equivalence
 from .expr.kernel import Kernel, kernel_matrix
 from .expr.softmax import Softmax, softmax
 from .expr.equivalence import EntryCoefficients, GaussianEquivalent, gaussian_equivalent
+from .expr.causal_model import CausalModel
 from .expr.modelfile import Model, builtin_models, find_model, load_model
 from .expr.tree import Inverse, deterministic, dims, expression_graph, gaussian, haar, identity, inv, wigner
 from .law import SpectralLaw, eigenvalue_law, law_of, singular_value_law
 from .profiled import has_continuous_profile, profile_moments
 from .profile_law import ProfileLaw, profile_law_of
-from .causal_law import CausalLaw
+from .causal_law import CausalLaw, causal_law_of
 from .discretized_law import DiscretizedLaw
 from .montecarlo.check import CheckReport, check
 from .montecarlo.sample import sample_spectrum
@@ -71,7 +72,9 @@ __all__ = [
     "attention_config",
     "attention_law",
     "builtin_models",
+    "causal_law_of",
     "CausalLaw",
+    "CausalModel",
     "check",
     "check_attention",
     "CheckReport",

@@ -48,10 +48,11 @@ import sympy
 from ._errors import DomainError
 from ._numbers import read_number
 from .discretized_law import DiscretizedLaw
+from .expr.causal_model import CausalModel
 from .law import _Cache  # the law's value cache (same rank)
 from .solve.causal_dyson import causal_cells, refine_start, solve_causal, upper_edge_bracket
 
-__all__ = ["CAUSAL_TOL", "CausalLaw", "DEFAULT_SKIP", "cells_for_skip"]
+__all__ = ["CAUSAL_TOL", "CausalLaw", "DEFAULT_SKIP", "causal_law_of", "cells_for_skip"]
 
 #: The default fraction of first tokens left out.
 DEFAULT_SKIP = sympy.Rational(1, 10)
@@ -129,6 +130,7 @@ class CausalLaw(DiscretizedLaw):
     # in its mass bound; the density's estimates near that edge dominate the bound (5.4e-4 of mass at
     # beta = 1, skip = 1/10), so the table is verified to 1e-3 of mass
     _edge_tol = 1e-2
+    _support_tol = 1e-2  # the support's default tolerance, for the same reason
     _mass_tol = 1e-3
     _cdf_hint = ("the density's error estimates near the slowly converging top edge dominate the bound "
                  "(docs/causal.md, section 6); the Cauchy transform off the axis and the density in the bulk "
@@ -243,3 +245,27 @@ class CausalLaw(DiscretizedLaw):
             out.append(S.gamma_o * math.expm1(S.beta2) * float(np.sum(1.0 / mid) / S.m) / (1.0 - S.skip))
         return out
 
+
+def causal_law_of(model):
+    """The :class:`CausalLaw` of a causal-attention model file (``model = "causal-attention"``).
+
+    The widths are the file's ratios to ``l``; a value out of the law's range
+    is a :class:`~freeprob.DomainError` that names the file.
+
+    >>> import freeprob as fp
+    >>> law = fp.causal_law_of(fp.find_model("attention-causal"))
+    >>> law.mean(), law.atom_mass()
+    (5*(-1 + E)*log(10)/9, 4/9)
+    """
+    if not isinstance(model, CausalModel):
+        raise DomainError(f"causal_law_of takes a causal-attention model (a model file with "
+                          f"model = \"causal-attention\"), got {model!r}; the law of an expression model is "
+                          f"freeprob.law_of(model)")
+    r = {str(k): v for k, v in model.ratios.items()}
+    p = {str(k): v for k, v in model.params.items()}
+    l = r["l"]
+    try:
+        return CausalLaw(p["beta"], p["skip"], r["d_h"] / l, r["d_v"] / l, r["d_out"] / l, heads=model.heads,
+                         name=model.name)
+    except DomainError as exc:
+        raise DomainError(f"{model.source}: {exc}") from None

@@ -58,6 +58,8 @@ class DiscretizedLaw:
     _fast_tol = FAST_TOL
     _mass_tol = MASS_TOL
     _edge_tol = 1e-6
+    #: The default tolerance of :meth:`support` (``None``: the tolerance of values, ``_tol``).
+    _support_tol = None
     #: Width (relative to the scale) to which each discretization's edges are bisected.
     _edge_resolution = 1e-13
     #: The size of ``G`` below which the support scan's thresholds stop being relative (1 for laws of order one;
@@ -76,6 +78,16 @@ class DiscretizedLaw:
     def tol(self):
         """The default tolerance of a value (relative to ``max(1, |value|)``)."""
         return self._tol
+
+    @property
+    def fast_tol(self):
+        """The tolerance of the grid densities of :meth:`density_fast` (relative to ``max(1, |G|)``)."""
+        return self._fast_tol
+
+    @property
+    def support_tol(self):
+        """The default tolerance of :meth:`support` (relative to ``max(1, |edge|)``)."""
+        return self._tol if self._support_tol is None else self._support_tol
 
     @property
     def edge_tol(self):
@@ -179,9 +191,9 @@ class DiscretizedLaw:
         density at ``1e-12`` of the scale) is the hard edge 0, exactly.
         Raises :class:`ConvergenceError` when the discretizations do not have
         the same number of intervals or an edge's estimate exceeds
-        ``tol * max(1, |edge|)``.
+        ``tol * max(1, |edge|)`` (default :attr:`support_tol`).
         """
-        tol = _tolerance(self._tol if tol is None else tol)
+        tol = _tolerance(self.support_tol if tol is None else tol)
         if isinstance(grid, bool) or not isinstance(grid, int) or not 10 <= grid <= 100_000:
             raise DomainError(f"grid must be an integer between 10 and 100000 (points of the support scan), "
                               f"got {grid!r}")

@@ -1197,6 +1197,9 @@ def law_of(model):
     >>> fp.law_of(fp.find_model("wigner-semicircle")).moments(4)
     [0, 1, 0, 2]
     """
+    if model.expr is None:  # a named model (causal attention) has no expression to reduce
+        raise DomainError(f"{model.name} is a {model.kind} model, which has no expression for the engine; its law "
+                          f"is freeprob.causal_law_of(model)")
     return SpectralLaw(model.expr, model.law_kind, model.ratios, model.params, name=model.name)
 
 

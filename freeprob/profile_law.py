@@ -311,4 +311,7 @@ def profile_law_of(model, cells=DEFAULT_CELLS):
     >>> law.moments(4)                                       # k^k/(k+1)!, exact
     [1/2, 2/3, 9/8, 32/15]
     """
+    if model.expr is None:  # a named model (causal attention) has no profile
+        raise DomainError(f"{model.name} is a {model.kind} model, not a variance profile; its law is "
+                          f"freeprob.causal_law_of(model)")
     return ProfileLaw(model.expr, model.law_kind, model.ratios, model.params, name=model.name, cells=cells)

@@ -166,6 +166,8 @@ def test_shipped_attention_models_are_what_the_builder_emits():
     assert len(shipped) >= 2
     for path in shipped:
         model = fp.load_model(path)
+        if model.kind == "causal-attention":  # a named model: tests/test_causal_model.py
+            continue
         pattern, h = model.name[len("attention-"):].rsplit("-h", 1)
         pattern = pattern.replace("gqa", "gqa:")
         values = {str(k): v for k, v in {**model.ratios, **model.params}.items()}

@@ -51,17 +51,17 @@ def test_non_causal_default_is_unchanged():
 
 
 @pytest.mark.parametrize("argv", [("attention", "--causal", "--pattern", "mqa", "--heads", "2"),
-                                  ("attention", "--causal", "--emit", "x.toml"),
+                                  ("attention", "--causal", "--emit", "x.txt"),
                                   ("attention", "--causal", "--skip", "0"),
                                   ("attention", "check", "--causal", "--beta", "2")])
 def test_cli_refuses_what_the_causal_law_does_not_cover(argv, capsys):
-    """Several heads, a model file, skip = 0 (no finite moment) and a check where no row kept is in the
-    Gaussian regime are refused with exit code 2 and a message naming the option."""
+    """Another pattern, a model file not ending in .toml, skip = 0 (no finite moment) and a check where no row
+    kept is in the Gaussian regime are refused with exit code 2 and a message naming the option."""
     out = io.StringIO()
     code = main(list(argv), out=out)
     err = capsys.readouterr().err
     assert code == 2, err
-    assert any(word in err for word in ("--pattern mqa", "--emit", "skip", "exp(2 beta^2)")), err
+    assert any(word in err for word in ("--pattern mqa", ".toml", "skip", "exp(2 beta^2)")), err
 
 
 def test_config_message_points_to_the_causal_law():

@@ -16,8 +16,13 @@ from freeprob.montecarlo.sample import sample_bytes
 
 #: The battery needs a SpectralLaw (equations, verified digits, polynomial route); a model with a
 #: continuous variance profile is a ProfileLaw (values with error estimates), tested below and in
-#: tests/test_profile_law.py.
-MODELS = sorted(m for m in fp.builtin_models() if not fp.has_continuous_profile(fp.find_model(m).expr))
+#: tests/test_profile_law.py; the causal-attention model is a CausalLaw, tested in tests/test_causal_model.py.
+def _engine_model(name):
+    model = fp.find_model(name)
+    return model.kind == "expression" and not fp.has_continuous_profile(model.expr)
+
+
+MODELS = sorted(m for m in fp.builtin_models() if _engine_model(m))
 
 
 @pytest.fixture(scope="module", params=MODELS)

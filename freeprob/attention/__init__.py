@@ -18,8 +18,8 @@ The public names, by step:
   :func:`config_sizes`; under the causal mask (docs/causal.md):
   :func:`sample_causal`, :func:`causal_softmax`, :func:`cesaro_mean`, and
   without the first tokens the law :func:`causal_attention_law` (a
-  :class:`~freeprob.CausalLaw`) with its check :func:`check_causal` and
-  figure :func:`plot_causal`;
+  :class:`~freeprob.CausalLaw`) with its check :func:`check_causal`,
+  figure :func:`plot_causal` and model file :func:`emit_causal_model`;
 * checks: :func:`check_attention`, :func:`multi_size_check`,
   :func:`compare_patterns` (with :func:`allocation_study`,
   :func:`width_study`), :func:`plot_check`;
@@ -41,7 +41,7 @@ hide them. So :func:`freeprob.attention.sweep.sweep` is exported here as
 
 from .._errors import RegimeWarning
 from .causal import CAUSAL_OBJECTS, causal_softmax, cesaro_mean, sample_causal
-from .causal_check import CAUSAL_SIZES, CausalCheckReport, causal_attention_law, check_causal
+from .causal_check import CAUSAL_SIZES, CausalCheckReport, causal_attention_law, check_causal, emit_causal_model
 from .check import AttentionCheckReport, check_attention, multi_size_check, rank_atom
 from .compare import ComparisonReport, allocation_study, compare_patterns, same_system, width_study
 from .config import (
@@ -117,6 +117,7 @@ __all__ = [
     "command_line_report",
     "compare_patterns",
     "config_sizes",
+    "emit_causal_model",
     "emit_model",
     "head_groups",
     "gaussian_equivalent",

@@ -35,11 +35,14 @@ slowly in the number of cells (:class:`~freeprob.CausalLaw`).
 import math
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from .._errors import DomainError, RegimeError
 from ..causal_law import DEFAULT_SKIP, CausalLaw
+from ..expr.causal_model import causal_model_text
+from ..expr.modelfile import load_model
 from ..montecarlo.report import cell
 from ..montecarlo.sample import spawn_generators
 from ..montecarlo.stats import fit_trend, student_t_quantile
@@ -47,7 +50,7 @@ from .causal import sample_causal
 from .config import DEFAULT_WIDTH, positive_int
 from .regime import REGIME_REFUSE
 
-__all__ = ["CAUSAL_SIZES", "CausalCheckReport", "causal_attention_law", "check_causal"]
+__all__ = ["CAUSAL_SIZES", "CausalCheckReport", "causal_attention_law", "check_causal", "emit_causal_model"]
 
 #: Default lengths ``l`` of :func:`check_causal`.
 CAUSAL_SIZES = (250, 500, 1000, 2000)
@@ -75,6 +78,32 @@ def causal_attention_law(beta=1, skip=DEFAULT_SKIP, *, d_h=DEFAULT_WIDTH, d_v=DE
     (5*(-1 + E)*log(10)/9, 4/9)
     """
     return CausalLaw(beta, skip, d_h, d_v, d_out, heads=heads)
+
+
+def emit_causal_model(path, law, *, name=None, description=None):
+    """Write a :class:`~freeprob.CausalLaw` as a model file (``model = "causal-attention"``) and read it back.
+
+    Parameters
+    ----------
+    path : str or Path
+        Destination ``.toml`` file (overwritten).
+    law : CausalLaw
+    name, description : str, optional
+
+    Returns
+    -------
+    CausalModel
+        The file as loaded by :func:`freeprob.load_model` (``freeprob.causal_law_of`` gives ``law`` back).
+    """
+    if not isinstance(law, CausalLaw):
+        raise DomainError(f"emit_causal_model writes a CausalLaw (causal_attention_law(...)), got {law!r}")
+    path = Path(path)
+    if path.suffix != ".toml":
+        raise DomainError(f"a model file must end in .toml, got {path}")
+    r = law.ratios
+    path.write_text(causal_model_text(law.beta, law.skip, r["d_h"], r["d_v"], r["d_out"], law.heads, name,
+                                      description))
+    return load_model(path)
 
 
 @dataclass(frozen=True)

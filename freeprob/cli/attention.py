@@ -25,8 +25,10 @@ A pattern may carry a value coupling, ``--pattern mha+kv-gaussian:1:0`` (values
 and ``compare --patterns`` takes such patterns among the others.
 ``--causal`` (the causal mask, independent heads) prints the law without the
 first ``--skip`` tokens (default 1/10; the law of all rows has no finite
-moment) and ``--plot`` draws its density; ``check --causal`` compares it with
-real causal softmax at several lengths (docs/causal.md).
+moment) and ``--plot`` draws its density; ``--causal --emit FILE.toml`` writes
+it as a model file (``model = "causal-attention"``, for ``freeprob law``,
+``density`` and ``check``); ``check --causal`` compares it with real causal
+softmax at several lengths (docs/causal.md).
 ``--input-spectrum`` gives real inputs (token covariance of that spectrum,
 docs/attention.md "Real inputs"), to every configuration of ``check``,
 ``compare`` and ``sweep`` too; ``--input-position diagonal`` is refused
@@ -41,12 +43,11 @@ or a program carries no progress.
 
 import argparse
 import json
-import math
 import sys
 
 from tqdm import tqdm
 
-from .. import ConvergenceError, DomainError, FreeProbError
+from .. import DomainError, FreeProbError
 from .._numbers import read_number
 from ..attention import (
     CAUSAL_SIZES,
@@ -57,17 +58,18 @@ from ..attention import (
     attention_sweep,
     causal_attention_law,
     check_attention,
-    check_causal,
     check_regime,
     command_line_report,
     compare_patterns,
+    emit_causal_model,
     emit_model,
     head_counts,
     model_text,
     plot_causal,
     plot_check,
 )
-from .common import MAX_DPS, MAX_GRID, integer_in, point_list, progress_bar, wants_progress
+from .causal import causal_summary, run_causal_check
+from .common import MAX_DPS, MAX_GRID, integer_in, json_default, point_list, progress_bar, wants_progress
 
 __all__ = [
     "add_attention_parsers",
@@ -168,54 +170,6 @@ def _causal_law(args):
     return causal_attention_law(args.beta, skip, d_h=d_h / l, d_v=d_v / l, d_out=d_out / l, heads=args.heads)
 
 
-def _causal_summary(law):
-    support = law.support(tol=law.edge_tol)
-    mean = law.mean()
-    mu = float(mean)
-
-    def edge(e):
-        return _with_error(float(e.value), float(e.error)) if e.error > 0 else _fmt_float(e.value)
-
-    pieces = ", ".join(f"[{edge(a)}, {edge(b)}]" for a, b in support)
-    worst = max((max(float(a.error), float(b.error)) for a, b in support), default=0.0)
-    lines = [f"{law!r}",
-             "the law of the squared singular values of causal attention's Gaussian equivalent, "
-             "sum_h sqrt(l)(A_h - M) V_h W_h over its last (1 - skip) l rows (M the Cesaro mean; docs/causal.md, "
-             "section 6)",
-             f"mean (exact)            {mean} = {_fmt_float(mu)}",
-             f"atom at 0 (exact)       {law.atom_mass()}",
-             f"support                 {pieces}  (edges +- {worst:.2g} at most, "
-             f"extrapolated from {', '.join(map(str, law.cells))} cells)"]
-    for c in (0.25, 0.5, 1.0, 2.0):
-        x = c * mu
-        try:
-            d = law.density(x)
-        except ConvergenceError as exc:
-            lines.append(f"density at {x:<12.6g} not verified ({exc})")
-            continue
-        lines.append(f"density at {x:<12.6g} {_with_error(d.value, d.error)}  (+- {d.error:.1e})")
-    z = complex(mu, mu / 2)
-    g = law.cauchy(z)
-    re, im = _with_error(g.value.real, g.error), _with_error(abs(g.value.imag), g.error)
-    lines.append(f"G({z.real:.6g}{z.imag:+.6g}i)    {re} {'-' if g.value.imag < 0 else '+'} {im}i  "
-                 f"(+- {g.error:.1e})")
-    tokens = math.exp(2 * float(law.beta) ** 2)
-    lines.append(f"regime: real causal softmax approaches this law as l grows when skip * l >> exp(2 beta^2) = "
-                 f"{tokens:.4g} tokens, the length of the shortest row kept (l >> {tokens / float(law.skip):.4g}); "
-                 f"freeprob attention check --causal compares them")
-    return "\n".join(lines) + "\n"
-
-
-def _fmt_float(x):
-    return f"{float(x):.10g}"
-
-
-def _with_error(value, error):
-    """``value`` with the digits its error estimate supports (one beyond the first uncertain one)."""
-    digits = max(1, min(15, 1 - math.floor(math.log10(error)))) if error > 0 else 15
-    return f"{value:.{digits}f}"
-
-
 def _skip_needs_causal(args):
     if not args.causal and args.skip is not None:
         raise DomainError("--skip applies to the causal law: give --causal as well")
@@ -226,11 +180,14 @@ def cmd_attention(args, out):
     summary of the causal law (``--plot`` its density)."""
     _skip_needs_causal(args)
     if args.causal:
-        if args.emit:
-            raise DomainError("--causal has no model file (its masked score product is not an expression of the "
-                              "engine); drop --emit: freeprob attention --causal prints the law")
         law = _causal_law(args)
-        out.write(_causal_summary(law))
+        if args.emit:
+            model = emit_causal_model(args.emit, law, name=args.name)
+            out.write(f"wrote {args.emit}: model {model.name} (causal attention, a named model: its law is "
+                      f"solved by the cell equation of docs/causal.md, section 6); "
+                      f"use it with: freeprob density|law|check {args.emit}\n")
+        else:
+            out.write(causal_summary(law))
         if args.plot:
             plot_causal(law, args.plot)
             out.write(f"wrote {args.plot}\n")
@@ -266,17 +223,7 @@ def cmd_attention_check(args, out):
     if args.causal:
         law = _causal_law(args)
         sizes = CAUSAL_SIZES if args.sizes_given is None else _ints(args.sizes_given, "--sizes")
-        tick, close = progress_bar(wants_progress(args), "causal softmax samples", unit="size")
-        try:
-            rep = check_causal(law.beta, law.skip, d_h=law.ratios["d_h"], d_v=law.ratios["d_v"],
-                               d_out=law.ratios["d_out"], heads=law.heads, sizes=sizes, reps=reps, seed=args.seed,
-                               linear=args.linear, progress=tick)
-        finally:
-            close()
-        if args.plot:
-            plot_causal(law, args.plot, rep)
-        out.write((json.dumps(rep.as_dict(), indent=2, default=_json_default) if args.json else rep.text()) + "\n")
-        return 0 if rep.passed else 1
+        return run_causal_check(args, out, law, sizes, reps)
     sizes = _ints("375,750,1500,3000" if args.sizes_given is None else args.sizes_given, "--sizes")
     tick, close = progress_bar(wants_progress(args), "softmax samples", unit="size")
     try:
@@ -289,7 +236,7 @@ def cmd_attention_check(args, out):
     if args.plot:
         plot_check(rep, args.plot)
     if args.json:
-        out.write(json.dumps(rep.as_dict(), indent=2, default=_json_default) + "\n")
+        out.write(json.dumps(rep.as_dict(), indent=2, default=json_default) + "\n")
     else:
         out.write(rep.text() + "\n")
     return 0 if rep.passed else 1
@@ -318,7 +265,7 @@ def cmd_attention_compare(args, out):
     if args.plot:
         rep.plot(args.plot)
     if args.json:
-        out.write(json.dumps(rep.as_dict(), indent=2, default=_json_default) + "\n")
+        out.write(json.dumps(rep.as_dict(), indent=2, default=json_default) + "\n")
     else:
         out.write(rep.text() + "\n")
     bad = [r for r in rep.rows if r["verdict"] == "undecided" or (r.get("mc") or {}).get("verdict") == "CONTRADICTS"]
@@ -372,14 +319,6 @@ def _heads_type(text):
         return head_counts(text)
     except FreeProbError as exc:
         raise argparse.ArgumentTypeError(str(exc).removeprefix("heads: ")) from None
-
-
-def _json_default(x):
-    try:
-        v = float(x)
-    except (TypeError, ValueError):
-        return str(x)
-    return v if math.isfinite(v) else str(v)
 
 
 def cmd_equivalence(args, out):

@@ -14,7 +14,7 @@ import json
 
 import sympy
 
-from .._errors import EliminationError, FreeProbError
+from .._errors import DomainError, EliminationError, FreeProbError
 from .._precision import check_dps, context, mp_to_str, to_mpf
 from .common import MAX_DPS, MAX_MOMENTS, integer_in, model_of
 from .. import has_continuous_profile, law_of, profile_moments
@@ -193,6 +193,9 @@ def _moments_text(name, ms, exact, as_json, dps, source):
 def cmd_moments(args, out):
     """Handler of ``freeprob moments``."""
     model = model_of(args)
+    if model.kind == "causal-attention":
+        raise DomainError(f"{model.name} is a causal-attention model: its exact values are its mean and its atom at "
+                          f"0 (freeprob law {args.model} prints them); its higher moments are not computed exactly")
     if has_continuous_profile(model.expr):  # no law object: exact moments of discretized laws, extrapolated
         ms = profile_moments(model.expr, model.law_kind, model.ratios, args.k, model.params)
         source = f"discretized profiles on m x m cells (m = 1..{args.k + 3}), extrapolated exactly to m = oo"

@@ -16,6 +16,7 @@ __all__ = [
     "check_output_paths",
     "grid_spec",
     "integer_in",
+    "json_default",
     "model_of",
     "number_text",
     "parse_sets",
@@ -40,6 +41,15 @@ def model_of(args):
     model = find_model(args.model)
     overrides = parse_sets(getattr(args, "set", None))
     return model.with_values(overrides) if overrides else model
+
+
+def json_default(x):
+    """JSON for a value ``json`` does not know: a float when it has one (``"inf"``/``"nan"`` as text), else text."""
+    try:
+        v = float(x)
+    except (TypeError, ValueError):
+        return str(x)
+    return v if math.isfinite(v) else str(v)
 
 
 def number_text(x, dps):

@@ -11,7 +11,11 @@
     freeprob moments MODEL -k 8 [--exact] [--json]
 
 MODEL is a path to a model file or the name of a built-in model. Numbers in
-JSON output are decimal strings carrying the requested digits.
+JSON output are decimal strings carrying the requested digits. A
+causal-attention model (``model = "causal-attention"``, the built-in
+``attention-causal``) has no symbolic system: ``equations`` and ``moments``
+refuse it, and ``law``, ``density`` and ``check`` go to
+:mod:`freeprob.cli.causal`.
 """
 
 import argparse
@@ -23,12 +27,13 @@ import warnings
 import numpy as np
 import sympy
 
-from .. import FreeProbError, builtin_models, check, find_model, has_continuous_profile, law_of, profile_law_of
+from .. import DomainError, FreeProbError, builtin_models, check, find_model, has_continuous_profile, law_of, profile_law_of
 from .._numbers import read_number
 from .._precision import context
 from .attention import add_attention_parsers
 from .closedform import add_closedform_parsers, polynomial_report
 from .plots import ascii_plot, plot_check, plot_density
+from .causal import cmd_causal_check, cmd_causal_density, cmd_causal_law
 from .profile import cmd_profile_density, cmd_profile_law
 from .common import (
     MAX_DPS,
@@ -58,8 +63,17 @@ def cmd_models(args, out):
             out.write(f"{r['name']:<26} {r['law']:<24} {r['expression']}\n    {r['description']}\n")
 
 
+def _is_causal(model):
+    return model.kind == "causal-attention"
+
+
 def cmd_equations(args, out):
     model = model_of(args)
+    if _is_causal(model):
+        raise DomainError(f"{model.name} is a causal-attention model: its equation is the cell equation of "
+                          f"docs/causal.md, section 6 (freeprob.solve.causal_dyson), solved numerically on cells; "
+                          f"there is no symbolic system or polynomial to print. freeprob law|density|check "
+                          f"{args.model} give its law")
     law = law_of(model)
     if getattr(args, "polynomial", False):
         out.write(polynomial_report(law, latex=args.latex, as_json=args.json) + "\n")
@@ -114,6 +128,8 @@ def _law(model):
 
 def cmd_density(args, out):
     model = model_of(args)
+    if _is_causal(model):
+        return cmd_causal_density(args, out, model)
     if has_continuous_profile(model.expr):
         return cmd_profile_density(args, out, model)
     law = law_of(model)
@@ -219,13 +235,15 @@ def _density_text(d, digits=GRID_DIGITS):
 
 def cmd_law(args, out):
     model = model_of(args)
+    if _is_causal(model):
+        return cmd_causal_law(args, out, model)
     if has_continuous_profile(model.expr):
         return cmd_profile_law(args, out, model)
     law = law_of(model)
     dps = args.dps or 15
     support = law.support(dps=dps)
     atoms = law.atoms(dps=dps)
-    moments = law.moments(args.moments)
+    moments = law.moments(4 if args.moments is None else args.moments)
     xs = _grid(args.grid, law, support, atoms)
     outside = np.array([_outside(x, support) for x in xs])
     if args.dps is None:
@@ -284,10 +302,14 @@ def cmd_law(args, out):
 
 def cmd_check(args, out):
     model = model_of(args)
+    if _is_causal(model):
+        return cmd_causal_check(args, out, model)
     law = _law(model)
-    tick, close = progress_bar(wants_progress(args), "Monte-Carlo samples", total=3 * args.reps, unit="sample")
+    n = 1000 if args.n is None else args.n
+    reps = 6 if args.reps is None else args.reps
+    tick, close = progress_bar(wants_progress(args), "Monte-Carlo samples", total=3 * reps, unit="sample")
     try:
-        rep = check(law, n=args.n, reps=args.reps, seed=args.seed, progress=tick)
+        rep = check(law, n=n, reps=reps, seed=args.seed, progress=tick)
     finally:
         close()
     if args.plot:
@@ -295,7 +317,7 @@ def cmd_check(args, out):
         support = cdf.intervals
         xs = _grid(None, law, support, cdf.atoms, points=400)
         dens = np.where([_outside(x, support) for x in xs], 0.0, law.density_fast(xs))
-        plot_check(args.plot, model.law_kind, xs, dens, rep.samples, cdf.atoms, f"{model.name}: N = {args.n}")
+        plot_check(args.plot, model.law_kind, xs, dens, rep.samples, cdf.atoms, f"{model.name}: N = {n}")
     if args.json:
         out.write(json.dumps(rep.as_dict(), indent=2) + "\n")
     else:
@@ -333,16 +355,21 @@ def build_parser():
     model_args(s)
     s.add_argument("--grid", type=grid_spec, help="A:B:N")
     s.add_argument("--dps", type=integer_in(1, MAX_DPS, "--dps"))
-    s.add_argument("--moments", type=integer_in(0, MAX_MOMENTS, "--moments"), default=4)
+    s.add_argument("--moments", type=integer_in(0, MAX_MOMENTS, "--moments"),
+                   help="moments printed (default 4; a causal-attention model prints its exact mean instead)")
     s.add_argument("--csv")
     s.add_argument("--plot")
     s.set_defaults(func=cmd_law)
 
     s = sub.add_parser("check", help="Monte-Carlo check against the theory")
     model_args(s)
-    s.add_argument("--n", type=integer_in(10, 8000, "--n"), default=1000)
+    s.add_argument("--n", type=integer_in(10, 8000, "--n"),
+                   help="matrix size (default 1000; a causal-attention model: the largest length l, lengths "
+                        "N/8, N/4, N/2, N, default 250..2000)")
     s.add_argument("--seed", type=integer_in(0, 2**63 - 1, "--seed"), default=0)
-    s.add_argument("--reps", type=integer_in(2, 1000, "--reps"), default=6)
+    s.add_argument("--reps", type=integer_in(2, 1000, "--reps"),
+                   help="replicates (default 6; a causal-attention model: at the largest length, R l_max/l at "
+                        "length l, default 4)")
     s.add_argument("--plot")
     s.set_defaults(func=cmd_check)
 

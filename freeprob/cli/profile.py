@@ -1,25 +1,28 @@
-"""The ``density`` and ``law`` commands for a model with a continuous variance profile (:class:`freeprob.ProfileLaw`).
+"""The ``density`` and ``law`` commands for a law extrapolated from discretizations (:class:`freeprob.DiscretizedLaw`).
 
-Each value is printed with its error estimate; ``--dps D`` asks for an
-estimate below ``10^-D`` (relative to ``max(1, |value|)``; default ``1e-8``),
-and a value whose estimate is above that is a typed error, never a number.
-On a grid a point whose estimate is above the grid tolerance (``1e-6``, or
-``10^-D`` if smaller) is printed as ``unverified`` with its estimate.
+A model with a continuous variance profile (:class:`freeprob.ProfileLaw`)
+and a causal-attention model (:class:`freeprob.CausalLaw`,
+:mod:`freeprob.cli.causal`). Each value is printed with its error estimate;
+``--dps D`` asks for an estimate below ``10^-D`` (relative to
+``max(1, |value|)``; default the law's tolerance, ``1e-8`` for a profile,
+``1e-4`` for causal attention), and a value whose estimate is above that is
+a typed error, never a number. On a grid a point whose estimate is above
+the grid tolerance (the law's ``fast_tol``, ``1e-6`` for a profile and
+``1e-4`` for causal attention, or ``10^-D`` if smaller) is printed as
+``unverified`` with its estimate.
 """
 
 import json
 
 import numpy as np
 
-from .. import profile_law_of
+from .. import ProfileLaw, profile_law_of
 from .._numbers import read_number
 from .common import number_text
 from .plots import ascii_plot, plot_density
 
-__all__ = ["cmd_profile_density", "cmd_profile_law", "GRID_TOL"]
+__all__ = ["cmd_profile_density", "cmd_profile_law"]
 
-#: Tolerance of a grid density (relative to ``max(1, |G|)``).
-GRID_TOL = 1e-6
 #: Digits printed for a value with the default tolerance.
 DEFAULT_DIGITS = 8
 
@@ -36,8 +39,9 @@ def _digits(error, value, dps):
     return int(min(15, max(3, np.floor(-np.log10(max(error / scale, 1e-16))))))
 
 
-def cmd_profile_density(args, out, model):
-    law = profile_law_of(model)
+def cmd_profile_density(args, out, model, law=None):
+    """``freeprob density`` for ``law`` (default: the :class:`~freeprob.ProfileLaw` of ``model``)."""
+    law = profile_law_of(model) if law is None else law
     tol = _tol(args.dps)
     tokens = [tok.strip() for tok in args.at.split(",") if tok.strip()]
     values = [read_number(tok, what=f"--at {tok}") for tok in tokens]
@@ -60,28 +64,41 @@ def cmd_profile_density(args, out, model):
 
 
 def _method(law):
-    return (f"continuous profile: vector Dyson equation on m x m cells, m = {', '.join(map(str, law.cells))}, "
-            f"extrapolated in powers {law.exponents} of 1/m")
+    equation = ("continuous profile: vector Dyson equation on m x m cells" if isinstance(law, ProfileLaw) else
+                "causal attention: cell equation (docs/causal.md, section 6) on m token cells")
+    return f"{equation}, m = {', '.join(map(str, law.cells))}, extrapolated in powers {law.exponents} of 1/m"
 
 
-def _grid(spec, law, support):
+def _grid(spec, law, support, from_zero):
+    """``--grid A:B:N``, or 201 points over the support padded by 5% (from 0 when ``from_zero`` and the support
+    reaches 0; else from the first positive point of that grid)."""
     if spec:
         a, b, n = spec.split(":")
         return np.linspace(float(a), float(b), int(n))
     hi = max(float(b.value) for _, b in support)
     lo = min(float(a.value) for a, _ in support)
     pad = 0.05 * (hi - lo)
-    return np.round(np.linspace(max(lo - pad, 0.0) if lo > 0 else 0.0, hi + pad, 201), 10)
+    xs = np.round(np.linspace(max(lo - pad, 0.0) if lo > 0 else 0.0, hi + pad, 201), 10)
+    return xs if from_zero or xs[0] > 0 else xs[1:]
 
 
-def cmd_profile_law(args, out, model):
-    law = profile_law_of(model)
+def cmd_profile_law(args, out, model, law=None, summary=None):
+    """``freeprob law`` for ``law`` (default: the :class:`~freeprob.ProfileLaw` of ``model``).
+
+    ``summary`` is ``(data, lines)``: the JSON entries and text lines printed instead of the moments (a law
+    without exact moments beyond its mean). The density at a hard edge 0 is ``inf`` for a profile law (its
+    Gram matrices' hard edge, Dykema-Haagerup's ``1/(x log^2 x)``) and ``unverified`` otherwise.
+    """
+    profile = law is None or isinstance(law, ProfileLaw)
+    law = profile_law_of(model) if law is None else law
     tol = _tol(args.dps)
-    grid_tol = min(GRID_TOL, tol) if tol else GRID_TOL
+    grid_tol = min(law.fast_tol, tol) if tol else law.fast_tol
     support = law.support(tol) if tol else law.support()
     atoms = law.atoms()
-    moments = law.moments(args.moments)
-    xs = _grid(args.grid, law, support)
+    if summary is None:
+        moments = law.moments(4 if args.moments is None else args.moments)
+        summary = ({"moments": [str(m) for m in moments]}, [f"moments: {', '.join(str(m) for m in moments)}"])
+    xs = _grid(args.grid, law, support, from_zero=profile)
     inside = np.array([any(float(a.value) <= x <= float(b.value) for a, b in support) for x in xs]) & (xs > 0)
     dens = np.zeros(len(xs))
     errs = np.zeros(len(xs))
@@ -92,6 +109,9 @@ def cmd_profile_law(args, out, model):
         bad = ~(est.error <= grid_tol * np.maximum(1.0, np.abs(est.value)))
         dens[np.nonzero(inside)[0][bad]] = np.nan
     hard = any(float(a.value) == 0 for a, _ in support)
+    if hard and not profile:  # the density's limit at the hard edge is not known: not a value
+        dens[xs == 0] = np.nan
+    hard = hard and profile
     grid = []
     for x, d, e in zip(xs, dens, errs):
         if x == 0 and hard:
@@ -108,7 +128,7 @@ def cmd_profile_law(args, out, model):
         "support": [[{"value": repr(float(a.value)), "error": f"{a.error:.1e}"},
                      {"value": repr(float(b.value)), "error": f"{b.error:.1e}"}] for a, b in support],
         "atoms": [{"x": repr(float(x)), "mass": repr(float(m))} for x, m in atoms],
-        "moments": [str(m) for m in moments],
+        **summary[0],
         "grid": grid,
     }
     if args.csv:
@@ -126,11 +146,14 @@ def cmd_profile_law(args, out, model):
         out.write(json.dumps(data, indent=2) + "\n")
         return
     out.write(f"# {model.name} ({model.law_kind} of {model.expression})\n# {_method(law)}\n")
-    edges = ", ".join(f"[{a['value']} +- {a['error']}, {b['value']} +- {b['error']}]" for a, b in data["support"])
+    def edge(e):  # the digits its estimate leaves (the JSON output carries every digit)
+        return f"{float(e.value):.{_digits(float(e.error), float(e.value), None)}g} +- {float(e.error):.1e}"
+
+    edges = ", ".join(f"[{edge(a)}, {edge(b)}]" for a, b in support)
     out.write(f"support: {edges}\n")
     atoms_text = ", ".join(f"{a['mass']} at {a['x']}" for a in data["atoms"]) or "none"
     out.write(f"atoms:   {atoms_text}\n")
-    out.write(f"moments: {', '.join(data['moments'])}\n")
+    out.write("".join(f"{line}\n" for line in summary[1]))
     unverified = int(np.sum(np.isnan(dens)))
     if unverified:
         out.write(f"# {unverified} grid point(s) unverified (error estimate above {grid_tol:g}), drawn as 0\n")

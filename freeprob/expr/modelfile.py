@@ -25,6 +25,9 @@ functions ``sqrt``, ``exp``, ``log``, ...) extended with ``@`` and ``.T``
 (:class:`MatrixGrammar`); nothing is passed to ``eval``. Numbers are exact:
 ``0.5`` is ``1/2``; a value may also be a string such as ``"1/3"``.
 
+A file with ``model = "causal-attention"`` instead of an ``expression`` is a
+named model, read by :mod:`freeprob.expr.causal_model`.
+
 Entrywise functions and definitions
 -----------------------------------
 ``[functions]`` declares functions of one real variable ``x`` (formulas of the
@@ -114,16 +117,16 @@ import copy
 import os
 import re
 import tomllib
-from collections.abc import Mapping
 from pathlib import Path
-from types import MappingProxyType
 
 import sympy
 
 from .._errors import DomainError, EquivalenceError, ModelFileError, NotSelfAdjointError, ScalingError, ShapeError
-from .._numbers import ALLOWED_FUNCTIONS, ScalarGrammar, read_number
+from .._numbers import ALLOWED_FUNCTIONS, ScalarGrammar
+from .causal_model import parse_causal_model
 from .entrywise import entrywise
 from .kernel import kernel_matrix
+from .model import Model
 from .softmax import Softmax, check_softmax_regime, softmax
 from .tree import LAWS, Expr, Matrix, Sum, as_scalar, inv
 
@@ -140,62 +143,6 @@ _RESERVED_NAMES = {"sum": "sum(i, first, last, term) is a sum over an index",
                    "inv": "inv(M) is the inverse of a square symmetric matrix expression",
                    "zero_diagonal": "zero_diagonal(f(X @ X.T / sqrt(p))) is a kernel matrix",
                    "softmax": "softmax(M) is the centred row-wise softmax sqrt(n) (A - 1 1^T/n) of an m x n matrix"}
-
-
-class Model:
-    """A model read from a file: expression, law kind, ratios and parameters.
-
-    A frozen description (``ratios``, ``params`` and ``indices`` are
-    read-only mappings); :func:`freeprob.law_of` builds its
-    :class:`~freeprob.SpectralLaw`. ``expr`` is the expanded expression
-    (sums over indices written out); ``expression`` the text of the file;
-    ``indices`` the integer constants of ``[indices]`` (``{name: int}``).
-    """
-
-    __slots__ = ("name", "description", "law_kind", "expression", "expr", "ratios", "params", "source", "indices")
-
-    def __init__(self, name, description, law, expression, expr, ratios, params, source=None, indices=None):
-        init = object.__setattr__
-        init(self, "name", name)
-        init(self, "description", description)
-        init(self, "law_kind", law)
-        init(self, "expression", expression)
-        init(self, "expr", expr)
-        init(self, "ratios", MappingProxyType(dict(ratios)))
-        init(self, "params", MappingProxyType(dict(params)))
-        init(self, "source", source)
-        init(self, "indices", MappingProxyType(dict(indices or {})))
-
-    def __setattr__(self, name, value):
-        raise AttributeError(f"a Model is immutable (cannot set {name!r}); use with_values for a changed copy")
-
-    def __delattr__(self, name):
-        raise AttributeError(f"a Model is immutable (cannot delete {name!r})")
-
-    def with_values(self, overrides):
-        """A copy with some dimensions or parameters replaced (``{name: value}``)."""
-        if not isinstance(overrides, Mapping):
-            raise DomainError(f"with_values expects a mapping {{name: value}}, got {overrides!r}")
-        ratios = dict(self.ratios)
-        params = dict(self.params)
-        by_name = {str(k): k for k in list(ratios) + list(params)}
-        for key, value in overrides.items():
-            if key in self.indices:
-                raise DomainError(f"--set {key}: {key} is an index range of model {self.name} (it fixes the number of "
-                                  f"terms of its sums); change it under [indices] in the model file")
-            if key not in by_name:
-                known = ", ".join(sorted(by_name)) or "none"
-                raise DomainError(f"--set {key}: model {self.name} has no dimension or parameter {key} (known: {known})")
-            sym = by_name[key]
-            v = read_number(value, what=f"--set {key}")
-            if sym in ratios:
-                if not v.is_number or not v > 0:
-                    raise DomainError(f"--set {key}={value}: a ratio must be a positive number")
-                ratios[sym] = v
-            else:
-                params[sym] = v
-        return Model(self.name, self.description, self.law_kind, self.expression, self.expr, ratios, params, self.source,
-                     self.indices)
 
 
 def _fail(where, key, msg):
@@ -652,6 +599,8 @@ def parse_model(data, where="<model>"):
     """Build a :class:`Model` from a parsed TOML table (see the module documentation for the format)."""
     if not isinstance(data, dict):
         raise ModelFileError(f"{where}: the model must be a TOML table")
+    if "model" in data:  # a named model (causal attention): widths and parameters, no expression
+        return parse_causal_model(data, where)
     unknown = set(data) - _KEYS
     if unknown:
         _fail(where, sorted(unknown)[0], f"unknown key; allowed keys are {', '.join(sorted(_KEYS))}")
