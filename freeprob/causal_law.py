@@ -19,7 +19,8 @@ boundary) and extrapolated to ``1/m = 0`` in the powers ``1, 2, 3`` of
 ``1/m`` (the diagonal cells of the masked product give a first-order term:
 measured, the differences halve with each doubling of ``m``). Values carry
 the extrapolation's error estimate (:class:`~freeprob.solve.richardson.Extrapolated`);
-one above the tolerance (default ``1e-4`` relative to ``max(1, |value|)``)
+one above the tolerance (default ``1e-4`` relative to ``max(value_unit, |value|)``,
+``value_unit = min(1, 10/mean)``)
 is a :class:`~freeprob.ConvergenceError`, never a value. The top support
 edge converges slowly (it is set by the first rows kept); it is reported
 with its estimate, and the distribution table counts it in its mass bound
@@ -48,15 +49,13 @@ import sympy
 from ._errors import DomainError
 from ._numbers import read_number
 from .discretized_law import DiscretizedLaw
-from .expr.causal_model import CausalModel
+from .expr.causal_model import DEFAULT_SKIP, MAX_HEADS, CausalModel
 from .law import _Cache  # the law's value cache (same rank)
 from .solve.causal_dyson import causal_cells, refine_start, solve_causal, upper_edge_bracket
 
 __all__ = ["CAUSAL_TOL", "CausalLaw", "DEFAULT_SKIP", "causal_law_of", "cells_for_skip"]
 
-#: The default fraction of first tokens left out.
-DEFAULT_SKIP = sympy.Rational(1, 10)
-#: Default tolerance of a value, relative to ``max(1, |value|)`` (the estimates on 10..80 cells are 1e-6 to 3e-5,
+#: Default tolerance of a value, relative to ``max(value_unit, |value|)`` (the estimates on 10..80 cells are 1e-6 to 3e-5,
 #: and about ten times the distance to the extrapolation on 40..320 cells).
 CAUSAL_TOL = 1e-4
 #: Fewest cells of the coarsest discretization.
@@ -71,8 +70,14 @@ MAX_BETA = 4
 MIN_BETA = sympy.Rational(1, 100)
 #: The widths' ratios to l lie in [1/MAX_RATIO, MAX_RATIO].
 MAX_RATIO = 1000
-#: Most heads (the solve does not grow with them; a Monte-Carlo check does).
-MAX_HEADS = 1024
+
+
+def _magnitude(x):
+    """``|x|`` as a float for range checks (``inf`` when it is too large to evaluate, as ``exp(exp(exp(10)))``)."""
+    try:
+        return abs(float(sympy.N(x, 20)))
+    except (ValueError, TypeError, OverflowError):
+        return math.inf
 
 
 def cells_for_skip(skip):
@@ -144,17 +149,26 @@ class CausalLaw(DiscretizedLaw):
         # support at beta = 5)
         return 1e-3 / self.scale
 
+    @property
+    def value_unit(self):
+        # G is about 1/x on the law's scale: the tolerance of a value is relative to max(10/mean, |G|) (G at a
+        # tenth of the mean) when that is below 1, not to max(1, |G|), which at beta = 4 (mean 1.1e7, G about
+        # 1e-7) would verify nothing; a law of mean at most 10 (beta up to about 1.5) keeps max(1, |G|)
+        return self._memoized("value_unit", lambda: min(1.0, 10.0 / float(self.mean())))
+
     def __init__(self, beta=1, skip=DEFAULT_SKIP, d_h="1/2", d_v="1/2", d_out="1/2", *, heads=1, name=None):
         b = read_number(beta, what="beta")
-        if b == 0:
+        size = _magnitude(b)
+        if b.is_zero:
             raise DomainError("beta must be nonzero: at beta = 0 softmax is uniform and the centred output is 0")
-        if abs(b) < MIN_BETA:
+        if size < MIN_BETA:
             raise DomainError(f"|beta| must be at least {MIN_BETA}, got {beta!r}: the law shrinks like beta^2 to the "
                               f"point mass at 0 (at beta = 0 softmax is uniform and the centred output is 0)")
-        if abs(b) > MAX_BETA:
+        if size > MAX_BETA:
+            tokens = f"{math.exp(2 * size ** 2):.3g}" if size < 18 else "more than 1e280"
             raise DomainError(f"|beta| must be at most {MAX_BETA}, got {beta!r}: the law's scale grows like "
                               f"exp(beta^2), and real causal softmax approaches it only when more than "
-                              f"exp(2 beta^2) = {sympy.N(sympy.exp(2 * b ** 2), 3)} tokens precede the first row kept")
+                              f"exp(2 beta^2) = {tokens} tokens precede the first row kept")
         s = read_number(skip, what="skip")
         if not (s.is_Rational and 0 < s < 1):
             raise DomainError(f"skip must be a rational number strictly between 0 and 1 (the fraction of first "
@@ -163,12 +177,13 @@ class CausalLaw(DiscretizedLaw):
         ratios = {name: read_number(value, what=f"ratio {name}", positive=True)
                   for name, value in (("d_h", d_h), ("d_v", d_v), ("d_out", d_out))}
         for width, value in ratios.items():
-            if not sympy.Rational(1, MAX_RATIO) <= value <= MAX_RATIO:
+            if not 1 / MAX_RATIO <= _magnitude(value) <= MAX_RATIO:
                 shown = value if len(str(value)) <= 30 else f"{float(value):.3g}"
                 raise DomainError(f"ratio {width} = {shown} must lie between 1/{MAX_RATIO} and {MAX_RATIO} (a width "
                                   f"as a ratio to the length l)")
         if isinstance(heads, bool) or not isinstance(heads, int) or not 1 <= heads <= MAX_HEADS:
-            raise DomainError(f"heads must be an integer between 1 and {MAX_HEADS}, got {heads!r}")
+            shown = heads if not isinstance(heads, int) or abs(heads) < 10 ** 30 else "a larger integer"
+            raise DomainError(f"heads must be an integer between 1 and {MAX_HEADS}, got {shown!r}")
         cells = cells_for_skip(s)
         init = object.__setattr__
         init(self, "beta", b)
@@ -250,7 +265,8 @@ def causal_law_of(model):
     """The :class:`CausalLaw` of a causal-attention model file (``model = "causal-attention"``).
 
     The widths are the file's ratios to ``l``; a value out of the law's range
-    is a :class:`~freeprob.DomainError` that names the file.
+    (from the file or from ``with_values``) is a :class:`~freeprob.DomainError`
+    that names the model.
 
     >>> import freeprob as fp
     >>> law = fp.causal_law_of(fp.find_model("attention-causal"))
@@ -268,4 +284,5 @@ def causal_law_of(model):
         return CausalLaw(p["beta"], p["skip"], r["d_h"] / l, r["d_v"] / l, r["d_out"] / l, heads=model.heads,
                          name=model.name)
     except DomainError as exc:
-        raise DomainError(f"{model.source}: {exc}") from None
+        where = f"model {model.name}" + ("" if l == 1 else f" (widths d_h/l, d_v/l, d_out/l with l = {l})")
+        raise DomainError(f"{where}: {exc}") from None

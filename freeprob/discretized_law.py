@@ -37,9 +37,9 @@ from .solve.richardson import Extrapolated, richardson
 
 __all__ = ["DEFAULT_TOL", "DiscretizedLaw", "FAST_TOL", "MASS_TOL"]
 
-#: Default tolerance of a value, relative to ``max(1, |value|)``.
+#: Default tolerance of a value, relative to ``max(value_unit, |value|)`` (``value_unit`` is 1 for laws of order one).
 DEFAULT_TOL = 1e-8
-#: Tolerance of the grid densities (:meth:`DiscretizedLaw.density_fast`), relative to ``max(1, |G|)``.
+#: Tolerance of the grid densities (:meth:`DiscretizedLaw.density_fast`), relative to ``max(value_unit, |G|)``.
 FAST_TOL = 1e-6
 #: Largest mass error of :meth:`DiscretizedLaw.cdf_function` (the integrated density error estimates).
 MASS_TOL = 1e-6
@@ -76,12 +76,20 @@ class DiscretizedLaw:
 
     @property
     def tol(self):
-        """The default tolerance of a value (relative to ``max(1, |value|)``)."""
+        """The default tolerance of a value (relative to ``max(value_unit, |value|)``)."""
         return self._tol
 
     @property
+    def value_unit(self):
+        """The size of ``G`` below which the tolerance of a value is absolute: ``G`` is verified to
+        ``tol * max(value_unit, |G|)``. 1 for a law of order one; a law whose scale is far from one (causal
+        attention at large ``beta``, where ``G`` is about ``1e-8``) sets it from its scale, so that a
+        tolerance of ``1e-4`` is not an absolute bound larger than every value."""
+        return 1.0
+
+    @property
     def fast_tol(self):
-        """The tolerance of the grid densities of :meth:`density_fast` (relative to ``max(1, |G|)``)."""
+        """The tolerance of the grid densities of :meth:`density_fast` (relative to ``max(value_unit, |G|)``)."""
         return self._fast_tol
 
     @property
@@ -131,7 +139,7 @@ class DiscretizedLaw:
         return Extrapolated(value, error, est.cells, est.exponents)
 
     def cauchy(self, z, tol=None):
-        """``G(z)`` (on the real axis ``G(x + i0)``) with its error estimate, below ``tol * max(1, |G|)``.
+        """``G(z)`` (on the real axis ``G(x + i0)``) with its error estimate, below ``tol * max(value_unit, |G|)``.
 
         Raises :class:`ConvergenceError` with the value and the estimate when the estimate is larger, or when
         a discretization could not be solved at ``z``.
@@ -146,11 +154,12 @@ class DiscretizedLaw:
         if not np.isfinite(value) or not np.isfinite(error):
             raise ConvergenceError(f"{self.name}: G({z}) could not be solved for every discretization "
                                    f"(m = {', '.join(map(str, self.cells))} cells)", point=z)
-        if error > tol * max(1.0, abs(value)):
+        unit = self.value_unit
+        if error > tol * max(unit, abs(value)):
             raise ConvergenceError(
                 f"{self.name}: G({z}) = {value:.12g} has the error estimate {error:.2e} from extrapolating "
                 f"m = {', '.join(map(str, self.cells))} cells in powers {self.exponents} of 1/m, above the "
-                f"tolerance {tol:.0e} (relative to max(1, |G|)); ask for a larger tolerance, or more cells",
+                f"tolerance {tol:.0e} (relative to max({unit:.3g}, |G|)); ask for a larger tolerance",
                 point=z, residual=error)
         return Extrapolated(value, error, est.cells, est.exponents)
 
@@ -169,14 +178,14 @@ class DiscretizedLaw:
 
     def density_fast(self, x):
         """The extrapolated density at real points (vectorized), NaN where its estimate is above
-        ``_fast_tol`` (default :data:`FAST_TOL`) (relative to ``max(1, |G|)``); 0 at ``x < 0``."""
+        ``_fast_tol`` (default :data:`FAST_TOL`) (relative to ``max(value_unit, |G|)``); 0 at ``x < 0``."""
         x = read_points(x, real=True)
         out = np.zeros(len(x))
         pos = x > 0
         if pos.any():
             est = self.cauchy_estimate(x[pos].astype(complex))
             d = np.maximum(0.0, -est.value.imag / np.pi)
-            ok = np.isfinite(d) & (est.error <= self._fast_tol * np.maximum(1.0, np.abs(est.value)))
+            ok = np.isfinite(d) & (est.error <= self._fast_tol * np.maximum(self.value_unit, np.abs(est.value)))
             out[pos] = np.where(ok, d, np.nan)
         out[x == 0] = np.nan
         return out
@@ -376,7 +385,7 @@ def _tolerance(tol):
     except (TypeError, ValueError):
         raise DomainError(f"tol must be a positive number, got {tol!r}") from None
     if not 0 < t < 1:
-        raise DomainError(f"tol must be a number between 0 and 1 (relative to max(1, |value|)), got {tol!r}")
+        raise DomainError(f"tol must be a number between 0 and 1 (relative to the size of the value), got {tol!r}")
     return t
 
 

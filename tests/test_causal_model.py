@@ -83,7 +83,7 @@ def test_with_values_replaces_parameters_widths_and_heads():
                                                                      sympy.Rational(1, 4))
     with pytest.raises(DomainError, match="no width, parameter or index foo"):
         model.with_values({"foo": 1})
-    with pytest.raises(DomainError, match="positive integer"):
+    with pytest.raises(DomainError, match="an integer between 1 and 1024"):
         model.with_values({"H": "2.5"})
     with pytest.raises(AttributeError, match="immutable"):
         model.name = "x"
@@ -104,6 +104,12 @@ def test_with_values_replaces_parameters_widths_and_heads():
     ({"dimensions": {"d_h": "__import__('os')", "d_v": 1, "d_out": 1}}, ModelFileError, "dimensions.d_h"),
     ({"indices": {"H": 0}}, ModelFileError, "[indices.H]"),
     ({"indices": {"H": "two"}}, ModelFileError, "[indices.H]"),
+    ({"indices": {"H": "\u00b2"}}, ModelFileError, "[indices.H]"),
+    ({"indices": {"H": "\u0663"}}, ModelFileError, "[indices.H]"),
+    ({"indices": {"H": "9" * 5000}}, ModelFileError, "[indices.H]"),
+    ({"indices": {"H": 2.5}}, ModelFileError, "[indices.H]"),
+    ({"indices": {"H": 2000}}, ModelFileError, "between 1 and 1024"),
+    ({"model": "gaussian", "expression": "X @ X.T"}, ModelFileError, "[model] must be one of causal-attention"),
     ({"indices": {"G": 2}}, ModelFileError, "[indices.G]"),
     ({"description": 3}, ModelFileError, "[description]"),
     ({"parameters": {"beta": 1, "skip": 0}}, DomainError, "[parameters.skip] must be positive"),
@@ -125,7 +131,54 @@ def test_values_out_of_range_are_refused_when_the_law_is_built(parameters, words
         return
     with pytest.raises(DomainError) as info:
         fp.causal_law_of(model)
-    assert str(info.value).startswith("c.toml: ") and words in str(info.value)
+    assert str(info.value).startswith("model c: ") and words in str(info.value)
+
+
+def test_writer_refuses_names_it_cannot_write_and_reads_values_as_numbers(tmp_path):
+    law = att.causal_attention_law(1, "1/10")
+    path = tmp_path / "c.toml"
+    for name in ("a\nb", "a\"b", "a\x01b"):
+        with pytest.raises(DomainError, match="TOML string"):
+            att.emit_causal_model(path, law, name=name)
+        assert not path.exists()
+    with pytest.raises(DomainError, match="beta"):   # a formula is read as a number, never run as Python
+        causal_model_text("__import__('os').getcwd()", "1/10", 1, 1, 1)
+    assert 'beta = "1/10"' in causal_model_text(0.1, "1/10", 1, 1, 1)
+
+
+def test_every_kind_of_value_of_heads_is_read_by_the_number_reader():
+    model = fp.find_model("attention-causal")
+    assert model.with_values({"H": "2.0"}).heads == 2
+    for bad in ("\u00b2", "9" * 5000, "0", "-1", "1/2", "1025", "x"):
+        with pytest.raises(DomainError) as info:
+            model.with_values({"H": bad})
+        assert "--set H" in str(info.value)
+
+
+def test_value_tolerance_is_relative_to_the_law_scale():
+    """G is about 1/x on the law's scale: tolerances are relative to max(min(1, 10/mean), |G|), so a value of a
+    law at large beta (G about 1e-7) is not verified by an absolute bound larger than itself."""
+    assert att.causal_attention_law(1, "1/10").value_unit == 1.0          # mean 2.2
+    law = att.causal_attention_law(2, "1/10")                              # mean 68
+    assert law.value_unit == pytest.approx(10 / float(law.mean()))
+    big = att.causal_attention_law(4, "1/10")
+    assert big.value_unit < 1e-6
+    z = float(big.mean()) * (1 + 0.5j)
+    g = big.cauchy(z)
+    assert abs(g.value) < 1e-6 and g.error <= big.tol * big.value_unit
+
+
+def test_functions_of_expressions_refuse_a_model_without_one():
+    model = fp.find_model("attention-causal")
+    with pytest.raises(DomainError, match="model.expr is None"):
+        fp.has_continuous_profile(model.expr)
+    with pytest.raises(DomainError, match="check_causal"):
+        fp.check(fp.causal_law_of(model))
+
+
+def test_check_refuses_a_sample_larger_than_its_memory_bound():
+    with pytest.raises(DomainError, match="GiB"):
+        att.check_causal(1, "1/10", d_h=1000)
 
 
 def test_the_engine_laws_refuse_a_causal_model_and_the_causal_law_an_expression_model():
@@ -143,7 +196,7 @@ def test_cli_law_prints_the_exact_values_and_the_extrapolated_support(tmp_path):
     assert code == 0
     data = json.loads(text)
     law = att.causal_attention_law(1, "1/10")
-    assert data["mean"]["exact"] == str(law.mean())
+    assert data["mean"]["exact"] == str(law.mean()) and data["atom_at_0"] == "4/9"
     assert data["atoms"] == [{"x": "0.0", "mass": repr(float(sympy.Rational(4, 9)))}]
     (lo, hi), = data["support"]
     top = law.support()[0][1]
@@ -172,9 +225,11 @@ def test_cli_density_gives_the_value_with_its_estimate():
     (("equations", "attention-causal", "--polynomial"), "no symbolic system"),
     (("moments", "attention-causal", "-k", "3"), "mean and its atom"),
     (("law", "attention-causal", "--moments", "3"), "drop --moments"),
+    (("law", "attention-causal", "--dps", "4"), "leave out --dps"),
+    (("attention", "--causal", "--emit", "x.toml", "--name", "a\nb"), "TOML string"),
     (("check", "attention-causal", "--n", "100"), "at least 320"),
     (("density", "attention-causal", "--at", "1", "--set", "beta=9"), "at most 4"),
-    (("density", "attention-causal", "--at", "1", "--set", "H=0"), "positive integer"),
+    (("density", "attention-causal", "--at", "1", "--set", "H=0"), "an integer between 1 and 1024"),
     (("density", "attention-causal", "--at", "0"), "0 is the hard edge or the atom"),
 ])
 def test_cli_refuses_what_the_causal_model_does_not_have(argv, words, capsys):

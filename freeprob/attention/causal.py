@@ -32,7 +32,7 @@ from .._errors import DomainError
 from .config import positive_int
 from .softmax import softmax_gaussian_equivalent
 
-__all__ = ["CAUSAL_OBJECTS", "causal_softmax", "cesaro_mean", "sample_causal"]
+__all__ = ["CAUSAL_OBJECTS", "causal_softmax", "cesaro_mean", "sample_bytes", "sample_causal"]
 
 #: The objects :func:`sample_causal` can return.
 CAUSAL_OBJECTS = ("centred", "uncentred", "linear")
@@ -108,6 +108,12 @@ def _spectrum(y, rows):
     if sv2.size < rows:
         sv2 = np.concatenate([sv2, np.zeros(rows - sv2.size)])
     return np.sort(sv2)
+
+
+def sample_bytes(l, d_h, d_v, d_out):
+    """Bytes of the arrays one head of :func:`sample_causal` holds at once (float64): ``Q``, ``K``, ``V``, ``W``,
+    ``V W``, the output, and about five ``l x l`` arrays (scores, weights, their centring and the surrogate)."""
+    return 8 * (2 * l * d_h + l * d_v + d_v * d_out + 2 * l * d_out + 5 * l * l)
 
 
 def sample_causal(l, d_h, d_v, d_out, beta, *, objects=CAUSAL_OBJECTS, skip=0, rng=None, full=True, heads=1):

@@ -46,7 +46,7 @@ from ..expr.modelfile import load_model
 from ..montecarlo.report import cell
 from ..montecarlo.sample import spawn_generators
 from ..montecarlo.stats import fit_trend, student_t_quantile
-from .causal import sample_causal
+from .causal import sample_bytes, sample_causal
 from .config import DEFAULT_WIDTH, positive_int
 from .regime import REGIME_REFUSE
 
@@ -58,6 +58,8 @@ CAUSAL_SIZES = (250, 500, 1000, 2000)
 POINT_MULTIPLES = (0.25, 0.5, 1.0, 2.0)
 #: Largest length of a sample (one causal softmax holds several ``l x l`` arrays: 0.5 GiB each at 8000).
 MAX_LENGTH = 8000
+#: Largest memory of one sample of the check (its arrays at the largest length, :func:`sample_bytes`).
+MAX_SAMPLE_BYTES = 4 * 2 ** 30
 
 
 def causal_attention_law(beta=1, skip=DEFAULT_SKIP, *, d_h=DEFAULT_WIDTH, d_v=DEFAULT_WIDTH, d_out=DEFAULT_WIDTH,
@@ -246,6 +248,13 @@ def check_causal(beta=1, skip=DEFAULT_SKIP, *, d_h=DEFAULT_WIDTH, d_v=DEFAULT_WI
         raise DomainError(f"reps must give at least 2 replicates for each of the {len(sizes)} sizes, got {reps}")
     if linear is not True and linear is not False:
         raise DomainError(f"linear must be True or False, got {linear!r}")
+    l_max = max(sizes)
+    widths = [_width(law.ratios[w], l_max) for w in ("d_h", "d_v", "d_out")]
+    need = sample_bytes(l_max, *widths)
+    if need > MAX_SAMPLE_BYTES:
+        raise DomainError(f"one sample at l = {l_max} with widths d_h, d_v, d_out = {', '.join(map(str, widths))} "
+                          f"holds about {need / 2 ** 30:.3g} GiB, more than the {MAX_SAMPLE_BYTES / 2 ** 30:g} GiB "
+                          f"the check allows: give smaller lengths or widths")
     s = float(law.skip)
     first = min(round(s * n) for n in sizes)
     if first < 1:

@@ -46,6 +46,7 @@ from pathlib import Path
 import sympy
 
 from .._errors import DomainError
+from ..expr.model import toml_string
 from ..expr.modelfile import generated_noise_name, load_model
 from ..expr.softmax import softmax
 from ..expr.tree import deterministic, gaussian
@@ -311,10 +312,10 @@ def model_text(cfg, name=None, description=None):
             "# and c^2 = exp(s) - 1 - s at s = beta^2 m1^2 (docs/attention.md, Real inputs).",
         ]
     lines += [
-        f"name = {_quote(name)}",
-        f"description = {_quote(description)}",
+        f"name = {toml_string(name)}",
+        f"description = {toml_string(description)}",
         'law = "squared-singular-values"',
-        f"expression = {_quote(expr_text)}",
+        f"expression = {toml_string(expr_text)}",
         "",
         "[indices]",
     ]
@@ -332,12 +333,6 @@ def model_text(cfg, name=None, description=None):
         if index is not None:
             lines.append(f'index = "{index}"')
     return "\n".join(lines) + "\n"
-
-
-def _quote(text):
-    if any(ch in text for ch in '"\\\n'):
-        raise DomainError(f"cannot write {text!r} as a TOML string (quotes, backslashes or newlines)")
-    return f'"{text}"'
 
 
 def attention_law(heads=1, pattern="mha", beta=1, *, l=1, d_h=DEFAULT_WIDTH, d_v=None, d_out=DEFAULT_WIDTH,

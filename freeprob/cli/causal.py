@@ -5,7 +5,7 @@
 summary and check of ``freeprob attention --causal``. The law is
 :class:`freeprob.CausalLaw`: its values carry the error estimate of the
 extrapolation in the number of cells, printed as for a variance-profile
-model (:mod:`freeprob.cli.profile`); its exact values are the mean and the
+model (:mod:`freeprob.cli.discretized`); its exact values are the mean and the
 atom at 0, so ``--moments`` is refused. ``check`` compares the law with real
 causal softmax at several lengths (:func:`freeprob.attention.check_causal`):
 ``--n N`` is the largest length (lengths ``N/8, N/4, N/2, N``; default 250,
@@ -16,10 +16,10 @@ causal softmax at several lengths (:func:`freeprob.attention.check_causal`):
 import json
 import math
 
-from .. import ConvergenceError, DomainError, causal_law_of
+from .. import ConvergenceError, DomainError, RegimeError, causal_law_of
 from ..attention import CAUSAL_SIZES, check_causal, plot_causal
 from .common import json_default, progress_bar, wants_progress
-from .profile import cmd_profile_density, cmd_profile_law
+from .discretized import cmd_discretized_density, cmd_discretized_law
 
 __all__ = ["causal_summary", "cmd_causal_check", "cmd_causal_density", "cmd_causal_law", "regime_line",
            "run_causal_check"]
@@ -89,14 +89,16 @@ def cmd_causal_law(args, out, model):
                           f"printed by freeprob law; its higher moments are not computed exactly: drop --moments")
     law = causal_law_of(model)
     mean = law.mean()
-    data = {"mean": {"exact": str(mean), "value": repr(float(mean))}}
-    lines = [f"mean:    {mean} = {_fmt_float(mean)} (exact)", f"# {regime_line(law)}"]
-    return cmd_profile_law(args, out, model, law, summary=(data, lines))
+    atom = law.atom_mass()
+    data = {"mean": {"exact": str(mean), "value": repr(float(mean))}, "atom_at_0": str(atom)}
+    lines = [f"mean:    {mean} = {_fmt_float(mean)} (exact)", f"atom:    {atom} at 0 (exact)",
+             f"# {regime_line(law)}"]
+    return cmd_discretized_law(args, out, model, law, summary=(data, lines))
 
 
 def cmd_causal_density(args, out, model):
     """``freeprob density MODEL --at ...`` for a causal-attention model."""
-    return cmd_profile_density(args, out, model, causal_law_of(model))
+    return cmd_discretized_density(args, out, model, causal_law_of(model))
 
 
 def run_causal_check(args, out, law, sizes, reps):
@@ -128,4 +130,7 @@ def cmd_causal_check(args, out, model):
     else:
         sizes = tuple(round(args.n / k) for k in (8, 4, 2, 1))
     reps = None if args.reps is None else tuple(max(args.reps, round(args.reps * max(sizes) / n)) for n in sizes)
-    return run_causal_check(args, out, law, sizes, reps)
+    try:
+        return run_causal_check(args, out, law, sizes, reps)
+    except RegimeError as exc:
+        raise RegimeError(f"{exc}; with freeprob check, --n N sets the largest length (the smallest is N/8)") from None

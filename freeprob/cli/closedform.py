@@ -17,7 +17,7 @@ import sympy
 from .._errors import DomainError, EliminationError, FreeProbError
 from .._precision import check_dps, context, mp_to_str, to_mpf
 from .common import MAX_DPS, MAX_MOMENTS, integer_in, model_of
-from .. import has_continuous_profile, law_of, profile_moments
+from .. import CausalModel, has_continuous_profile, law_of, profile_moments
 
 __all__ = ["polynomial_report", "moments_report", "add_closedform_parsers", "cmd_moments"]
 
@@ -193,7 +193,7 @@ def _moments_text(name, ms, exact, as_json, dps, source):
 def cmd_moments(args, out):
     """Handler of ``freeprob moments``."""
     model = model_of(args)
-    if model.kind == "causal-attention":
+    if isinstance(model, CausalModel):
         raise DomainError(f"{model.name} is a causal-attention model: its exact values are its mean and its atom at "
                           f"0 (freeprob law {args.model} prints them); its higher moments are not computed exactly")
     if has_continuous_profile(model.expr):  # no law object: exact moments of discretized laws, extrapolated

@@ -27,14 +27,24 @@ import warnings
 import numpy as np
 import sympy
 
-from .. import DomainError, FreeProbError, builtin_models, check, find_model, has_continuous_profile, law_of, profile_law_of
+from .. import (
+    CausalModel,
+    DomainError,
+    FreeProbError,
+    builtin_models,
+    check,
+    find_model,
+    has_continuous_profile,
+    law_of,
+    profile_law_of,
+)
 from .._numbers import read_number
 from .._precision import context
 from .attention import add_attention_parsers
 from .closedform import add_closedform_parsers, polynomial_report
 from .plots import ascii_plot, plot_check, plot_density
 from .causal import cmd_causal_check, cmd_causal_density, cmd_causal_law
-from .profile import cmd_profile_density, cmd_profile_law
+from .discretized import cmd_discretized_density, cmd_discretized_law
 from .common import (
     MAX_DPS,
     MAX_MOMENTS,
@@ -64,7 +74,7 @@ def cmd_models(args, out):
 
 
 def _is_causal(model):
-    return model.kind == "causal-attention"
+    return isinstance(model, CausalModel)
 
 
 def cmd_equations(args, out):
@@ -131,7 +141,7 @@ def cmd_density(args, out):
     if _is_causal(model):
         return cmd_causal_density(args, out, model)
     if has_continuous_profile(model.expr):
-        return cmd_profile_density(args, out, model)
+        return cmd_discretized_density(args, out, model)
     law = law_of(model)
     dps = args.dps = args.dps or 15
     # every point is read (exactly, by the one reader) before the first solve
@@ -238,7 +248,7 @@ def cmd_law(args, out):
     if _is_causal(model):
         return cmd_causal_law(args, out, model)
     if has_continuous_profile(model.expr):
-        return cmd_profile_law(args, out, model)
+        return cmd_discretized_law(args, out, model)
     law = law_of(model)
     dps = args.dps or 15
     support = law.support(dps=dps)
@@ -348,7 +358,8 @@ def build_parser():
     model_args(s)
     s.add_argument("--at", required=True, type=point_list, help="comma-separated points, e.g. 0.5,1,2")
     s.add_argument("--dps", type=integer_in(1, MAX_DPS, "--dps"),
-                   help="digits (default 15; a continuous profile: an error estimate below 10^-dps, default 1e-8)")
+                   help="digits (default 15; a continuous profile or causal attention: an error estimate below "
+                        "10^-dps, default 1e-8 or 1e-4)")
     s.set_defaults(func=cmd_density)
 
     s = sub.add_parser("law", help="support, atoms, moments and density on a grid")

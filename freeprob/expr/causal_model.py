@@ -34,12 +34,17 @@ import sympy
 
 from .._errors import DomainError, ModelFileError
 from .._numbers import read_number
-from .model import Model
+from .model import Model, toml_string
 
-__all__ = ["CAUSAL_EXPRESSION", "CausalModel", "MODEL_KINDS", "causal_model_text", "parse_causal_model"]
+__all__ = ["CAUSAL_EXPRESSION", "CausalModel", "DEFAULT_SKIP", "MAX_HEADS", "MODEL_KINDS", "causal_model_text",
+           "parse_causal_model"]
 
 #: The named models a model file may give as ``model = ...``.
 MODEL_KINDS = ("causal-attention",)
+#: The default fraction of first tokens left out.
+DEFAULT_SKIP = sympy.Rational(1, 10)
+#: Most independent heads of the causal law (its cost does not grow with them; the bound keeps inputs sane).
+MAX_HEADS = 1024
 
 #: What a causal-attention model describes (its ``expression`` in listings and plot titles; not parsed).
 CAUSAL_EXPRESSION = ("sum_h sqrt(l) (A_h - M) V_h W_h over the rows i > skip l, A_h the causal softmax of "
@@ -48,7 +53,7 @@ CAUSAL_EXPRESSION = ("sum_h sqrt(l) (A_h - M) V_h W_h over the rows i > skip l, 
 _KEYS = ("name", "description", "law", "model", "indices", "dimensions", "parameters")
 _EXPRESSION_KEYS = ("expression", "matrices", "functions", "define")
 _WIDTHS = ("d_h", "d_v", "d_out")
-_DEFAULTS = {"l": sympy.Integer(1), "skip": sympy.Rational(1, 10)}
+_DEFAULTS = {"l": sympy.Integer(1), "skip": DEFAULT_SKIP}
 
 
 class CausalModel(Model):
@@ -90,14 +95,17 @@ def _fail(where, key, message):
 
 
 def _heads(value, what):
-    if isinstance(value, str):
-        value = value.strip()
-        if not value.isdigit():
-            raise DomainError(f"{what}: the number of heads must be a positive integer, got {value!r}")
-        value = int(value)
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise DomainError(f"{what}: the number of heads must be a positive integer, got {value!r}")
-    return value
+    """The number of heads from a file's integer or a ``--set`` string, read by the one number reader."""
+    message = f"{what}: the number of heads must be an integer between 1 and {MAX_HEADS}"
+    if isinstance(value, bool) or not isinstance(value, (int, str)):
+        raise DomainError(f"{message}, got {value!r}")
+    n = read_number(value, what=what)
+    if not n.is_Integer:
+        raise DomainError(f"{message}, got {value!r}")
+    if not 1 <= n <= MAX_HEADS:
+        shown = n if abs(n) < 10 ** 30 else f"an integer of about {int(int(abs(n)).bit_length() * 0.30103) + 1} digits"
+        raise DomainError(f"{message}, got {shown}")
+    return int(n)
 
 
 def _value(where, key, value, positive):
@@ -107,8 +115,6 @@ def _value(where, key, value, positive):
         v = read_number(value, what=f"{where}: [{key}]")
     except DomainError as exc:
         raise ModelFileError(str(exc)) from None
-    if not v.is_real:
-        raise DomainError(f"{where}: [{key}] must be a real number, got {value!r}")
     if positive and not v > 0:
         raise DomainError(f"{where}: [{key}] must be positive, got {value!r}")
     return v
@@ -130,15 +136,15 @@ def _table(where, data, key, allowed, required):
 
 def parse_causal_model(data, where="<model>"):
     """Build a :class:`CausalModel` from a parsed TOML table with ``model = "causal-attention"``."""
+    if data["model"] not in MODEL_KINDS:
+        _fail(where, "model", f"must be one of {', '.join(MODEL_KINDS)} (a named model), got {data['model']!r}; "
+                              f"a model written as an expression has no model key")
     for key in data:
         if key in _EXPRESSION_KEYS:
             _fail(where, key, "a model = \"causal-attention\" file is given by its [dimensions], [parameters] and "
                               "[indices], not by an expression; drop this key (docs/model-files.md)")
         if key not in _KEYS:
             _fail(where, key, f"unknown key; a causal-attention model has the keys {', '.join(_KEYS)}")
-    if data["model"] not in MODEL_KINDS:
-        _fail(where, "model", f"must be one of {', '.join(MODEL_KINDS)} (a named model), got {data['model']!r}; "
-                              f"a model written as an expression has no model key")
     name = data.get("name")
     if not isinstance(name, str) or not name:
         _fail(where, "name", "must be a non-empty string" if "name" in data else "missing")
@@ -163,47 +169,46 @@ def parse_causal_model(data, where="<model>"):
     return CausalModel(name, description, law, CAUSAL_EXPRESSION, None, ratios, values, where, {"H": heads})
 
 
-def _toml_number(value):
-    value = sympy.nsimplify(value) if isinstance(value, float) else sympy.sympify(value)
+def _toml_number(value, what):
+    value = read_number(value, what=what)
     return str(value) if value.is_Integer else f'"{value}"'
 
 
 def causal_model_text(beta, skip, d_h, d_v, d_out, heads=1, name=None, description=None):
     """The model file of a causal-attention model (exact values; widths as ratios to ``l = 1``).
 
+    Every value is read by :func:`freeprob._numbers.read_number` (a string is a formula, never Python);
+    ranges are checked when the file's law is built.
+
     >>> print(causal_model_text(1, sympy.Rational(1, 10), *[sympy.Rational(1, 2)] * 3).splitlines()[4])
     model = "causal-attention"
     """
     name = name or ("attention-causal" if heads == 1 else f"attention-causal-h{heads}")
     if description is None:
-        description = (f"Gaussian equivalent of centred causal softmax attention "
-                       f"({'one head' if heads == 1 else f'{heads} independent heads'}) without its first skip l tokens: squared singular "
-                       f"values of {CAUSAL_EXPRESSION}; the cell equation of docs/causal.md, section 6, "
-                       f"extrapolated in the number of cells (freeprob law, density, check)")
+        description = (f"Gaussian equivalent of centred causal softmax attention (H independent heads, the mha "
+                       f"pattern) without its first skip l tokens: squared singular values of {CAUSAL_EXPRESSION}; "
+                       f"the cell equation of docs/causal.md, section 6, extrapolated in the number of cells "
+                       f"(freeprob law, density, check)")
     lines = [
         "# Causal attention without its first tokens: a named model (docs/model-files.md, Causal attention).",
         "# Its masked score product 1[j <= i](Q K^T)_ij is not an expression of the engine; the law is",
         "# freeprob.CausalLaw, solved by its own cell equation (docs/causal.md, section 6).",
-        f"name = {_quote(name)}",
+        f"name = {toml_string(name)}",
         'model = "causal-attention"',
-        f"description = {_quote(description)}",
+        f"description = {toml_string(description)}",
         'law = "squared-singular-values"',
         "",
         "[indices]",
-        f"H = {int(heads)}  # independent heads (the mha pattern)",
+        f"H = {_heads(heads, 'heads')}  # independent heads (the mha pattern)",
         "",
         "[dimensions]  # ratios to the length l",
         "l = 1",
-        f"d_h = {_toml_number(d_h)}",
-        f"d_v = {_toml_number(d_v)}",
-        f"d_out = {_toml_number(d_out)}",
+        f"d_h = {_toml_number(d_h, 'd_h')}",
+        f"d_v = {_toml_number(d_v, 'd_v')}",
+        f"d_out = {_toml_number(d_out, 'd_out')}",
         "",
         "[parameters]",
-        f"beta = {_toml_number(beta)}",
-        f"skip = {_toml_number(skip)}  # the fraction of first tokens left out",
+        f"beta = {_toml_number(beta, 'beta')}",
+        f"skip = {_toml_number(skip, 'skip')}  # the fraction of first tokens left out",
     ]
     return "\n".join(lines) + "\n"
-
-
-def _quote(text):
-    return '"' + str(text).replace("\\", "\\\\").replace('"', '\\"') + '"'

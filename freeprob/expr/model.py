@@ -6,7 +6,7 @@ from types import MappingProxyType
 from .._errors import DomainError
 from .._numbers import read_number
 
-__all__ = ["Model"]
+__all__ = ["Model", "toml_string"]
 
 
 class Model:
@@ -66,3 +66,21 @@ class Model:
                 params[sym] = v
         return type(self)(self.name, self.description, self.law_kind, self.expression, self.expr, ratios, params,
                           self.source, self.indices)
+
+
+def toml_string(text):
+    """``text`` as a TOML basic string, for the names and descriptions a model file is written with.
+
+    Raises :class:`~freeprob.DomainError` for quotes, backslashes and control characters (a newline among
+    them), which the file could not carry as written: the name or description is refused before the file is
+    written, not read back broken.
+
+    >>> toml_string("attention-mha-h2")
+    '"attention-mha-h2"'
+    """
+    text = str(text)
+    if any(ch in text for ch in '"\\') or any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
+        raise DomainError(f"cannot write {text!r} as a TOML string (quotes, backslashes or control characters such "
+                          f"as a newline); choose a name without them")
+    return f'"{text}"'
+

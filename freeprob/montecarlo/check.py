@@ -138,6 +138,9 @@ def check(law, n=1000, reps=6, seed=0, moments=4, quantiles=(0.1, 0.25, 0.5, 0.7
     samples. Returns a :class:`CheckReport`; its ``samples`` hold the spectra
     at ``n``.
     """
+    if getattr(law, "expr", None) is None:  # a law without an expression to sample (causal attention)
+        raise DomainError(f"check samples the expression of a law; {law!r} has none (the causal attention law is "
+                          f"checked against real causal softmax by freeprob.attention.check_causal)")
     if not _integer(reps) or not 3 <= reps <= MAX_REPS:
         raise DomainError(f"the check needs an integer number of replicates between 3 (to estimate standard errors) "
                           f"and {MAX_REPS}, got {reps!r}")

@@ -33,7 +33,7 @@ import sympy
 from .._errors import DomainError
 from ..expr.profiles import cell_edges, is_piecewise_constant, profile_grid, uniform_table
 from ..expr.entrywise import Entrywise
-from ..expr.tree import Inverse, Matrix, Product, Scaled, Sum, Transpose, leaves
+from ..expr.tree import Expr, Inverse, Matrix, Product, Scaled, Sum, Transpose, leaves
 from .pencil import SelfAdjointPencil
 
 __all__ = ["Block", "Parts", "check_blocks", "has_blocks", "dimension_parts", "refine", "profile_max", "discretize",
@@ -267,6 +267,9 @@ def refine(pencil, expr, pair_of):
 
 def has_continuous_profile(expr):
     """Whether a Gaussian of ``expr`` has a profile that is not piecewise constant on a grid."""
+    if not isinstance(expr, Expr):
+        raise DomainError(f"has_continuous_profile takes a matrix expression, got {expr!r} (a model named by "
+                          f"model = ..., such as causal attention, has no expression: model.expr is None)")
     return any(leaf.kind == "gaussian" and leaf.profile is not None and not is_piecewise_constant(leaf.profile)
                for leaf in leaves(expr))
 

@@ -2,44 +2,48 @@
 
 A model with a continuous variance profile (:class:`freeprob.ProfileLaw`)
 and a causal-attention model (:class:`freeprob.CausalLaw`,
-:mod:`freeprob.cli.causal`). Each value is printed with its error estimate;
-``--dps D`` asks for an estimate below ``10^-D`` (relative to
-``max(1, |value|)``; default the law's tolerance, ``1e-8`` for a profile,
-``1e-4`` for causal attention), and a value whose estimate is above that is
-a typed error, never a number. On a grid a point whose estimate is above
-the grid tolerance (the law's ``fast_tol``, ``1e-6`` for a profile and
-``1e-4`` for causal attention, or ``10^-D`` if smaller) is printed as
-``unverified`` with its estimate.
+:mod:`freeprob.cli.causal`). Each value is printed with its error estimate
+and the significant digits that estimate leaves. ``--dps D`` asks for an
+estimate below ``10^-D`` (relative to ``max(value_unit, |G|)``, ``value_unit``
+being 1 for a profile law and below 1 for causal attention, whose values are
+small at large ``beta``), for the support edges too; a value whose estimate
+is above that is a typed error, never a number. Without ``--dps`` values are
+verified to the law's tolerance (``1e-8`` for a profile, ``1e-4`` for causal
+attention) and the edges to its support tolerance (the same for a profile;
+``1e-2`` for causal attention, whose top edge converges slowly). On a grid
+a point whose estimate is above the grid tolerance (the law's ``fast_tol``,
+``1e-6`` for a profile and ``1e-4`` for causal attention, or ``10^-D`` if
+smaller), or that lies outside the support but within an edge's estimate
+of it, is printed as ``unverified``.
 """
 
 import json
 
 import numpy as np
 
-from .. import ProfileLaw, profile_law_of
+from .. import ConvergenceError, ProfileLaw, profile_law_of
 from .._numbers import read_number
 from .common import number_text
 from .plots import ascii_plot, plot_density
 
-__all__ = ["cmd_profile_density", "cmd_profile_law"]
-
-#: Digits printed for a value with the default tolerance.
-DEFAULT_DIGITS = 8
+__all__ = ["cmd_discretized_density", "cmd_discretized_law"]
 
 
 def _tol(dps):
     return 10.0 ** (-dps) if dps else None
 
 
-def _digits(error, value, dps):
-    """Digits worth printing: those the error estimate leaves (at least 3, at most 15)."""
-    if dps:
-        return dps
-    scale = max(1.0, abs(value))
-    return int(min(15, max(3, np.floor(-np.log10(max(error / scale, 1e-16))))))
+def _digits(error, value, dps=None):
+    """Significant digits of ``value`` that its error estimate leaves (2 to 15; at most ``dps`` when given)."""
+    value, error = abs(float(value)), float(error)
+    if value == 0:
+        return 1
+    supported = 15 if error <= 0 else int(np.floor(np.log10(value / error))) + 1
+    digits = min(15, max(2, supported))
+    return min(digits, dps) if dps else digits
 
 
-def cmd_profile_density(args, out, model, law=None):
+def cmd_discretized_density(args, out, model, law=None):
     """``freeprob density`` for ``law`` (default: the :class:`~freeprob.ProfileLaw` of ``model``)."""
     law = profile_law_of(model) if law is None else law
     tol = _tol(args.dps)
@@ -49,9 +53,11 @@ def cmd_profile_density(args, out, model, law=None):
     for tok, x in zip(tokens, values):
         g = law.cauchy(x, tol) if tol else law.cauchy(x)
         d = max(0.0, -g.value.imag / np.pi)
-        k = _digits(g.error, g.value, args.dps)
-        points.append({"x": tok, "density": number_text(d, k), "cauchy": {"re": number_text(g.value.real, k),
-                       "im": number_text(g.value.imag, k)}, "error": f"{g.error:.2e}"})
+        re, im = g.value.real, g.value.imag
+        points.append({"x": tok, "density": number_text(d, _digits(g.error / np.pi, d, args.dps)),
+                       "cauchy": {"re": number_text(re, _digits(g.error, re, args.dps)),
+                                  "im": number_text(im, _digits(g.error, im, args.dps))},
+                       "error": f"{g.error:.2e}"})
     if args.json:
         out.write(json.dumps({"model": model.name, "law": model.law_kind, "method": _method(law),
                               "points": points}, indent=2) + "\n")
@@ -82,7 +88,7 @@ def _grid(spec, law, support, from_zero):
     return xs if from_zero or xs[0] > 0 else xs[1:]
 
 
-def cmd_profile_law(args, out, model, law=None, summary=None):
+def cmd_discretized_law(args, out, model, law=None, summary=None):
     """``freeprob law`` for ``law`` (default: the :class:`~freeprob.ProfileLaw` of ``model``).
 
     ``summary`` is ``(data, lines)``: the JSON entries and text lines printed instead of the moments (a law
@@ -93,7 +99,14 @@ def cmd_profile_law(args, out, model, law=None, summary=None):
     law = profile_law_of(model) if law is None else law
     tol = _tol(args.dps)
     grid_tol = min(law.fast_tol, tol) if tol else law.fast_tol
-    support = law.support(tol) if tol else law.support()
+    try:
+        support = law.support(tol) if tol else law.support()
+    except ConvergenceError as exc:
+        if not tol:
+            raise
+        raise ConvergenceError(f"{exc}; --dps {args.dps} asks the support edges below 10^-{args.dps} too (the law "
+                               f"takes them to {law.support_tol:g} by default): leave out --dps, or give a smaller "
+                               f"one", point=exc.point, residual=exc.residual) from None
     atoms = law.atoms()
     if summary is None:
         moments = law.moments(4 if args.moments is None else args.moments)
@@ -106,11 +119,17 @@ def cmd_profile_law(args, out, model, law=None, summary=None):
         est = law.cauchy_estimate(xs[inside].astype(complex))
         dens[inside] = np.maximum(0.0, -est.value.imag / np.pi)
         errs[inside] = est.error / np.pi
-        bad = ~(est.error <= grid_tol * np.maximum(1.0, np.abs(est.value)))
+        bad = ~(est.error <= grid_tol * np.maximum(law.value_unit, np.abs(est.value)))
         dens[np.nonzero(inside)[0][bad]] = np.nan
+    # outside the support but within an edge's estimate of it, the density is not known to be 0
+    near = ~inside & (xs > 0) & np.array([any(abs(x - float(e.value)) <= float(e.error) for ab in support
+                                              for e in ab) for x in xs])
+    dens[near] = np.nan
+    errs[near] = np.nan
     hard = any(float(a.value) == 0 for a, _ in support)
     if hard and not profile:  # the density's limit at the hard edge is not known: not a value
         dens[xs == 0] = np.nan
+        errs[xs == 0] = np.nan
     hard = hard and profile
     grid = []
     for x, d, e in zip(xs, dens, errs):
@@ -119,8 +138,8 @@ def cmd_profile_law(args, out, model, law=None, summary=None):
         elif np.isnan(d):
             text = "unverified"
         else:
-            text = f"{d:.{_digits(e, d, None)}g}"
-        grid.append({"x": repr(float(x)), "density": text, "error": f"{e:.1e}"})
+            text = f"{d:.{_digits(e, d)}g}"
+        grid.append({"x": repr(float(x)), "density": text, "error": "nan" if np.isnan(e) else f"{e:.1e}"})
     data = {
         "model": model.name,
         "law": model.law_kind,
@@ -146,8 +165,9 @@ def cmd_profile_law(args, out, model, law=None, summary=None):
         out.write(json.dumps(data, indent=2) + "\n")
         return
     out.write(f"# {model.name} ({model.law_kind} of {model.expression})\n# {_method(law)}\n")
+
     def edge(e):  # the digits its estimate leaves (the JSON output carries every digit)
-        return f"{float(e.value):.{_digits(float(e.error), float(e.value), None)}g} +- {float(e.error):.1e}"
+        return f"{float(e.value):.{_digits(e.error, e.value)}g} +- {float(e.error):.1e}"
 
     edges = ", ".join(f"[{edge(a)}, {edge(b)}]" for a, b in support)
     out.write(f"support: {edges}\n")
@@ -156,5 +176,6 @@ def cmd_profile_law(args, out, model, law=None, summary=None):
     out.write("".join(f"{line}\n" for line in summary[1]))
     unverified = int(np.sum(np.isnan(dens)))
     if unverified:
-        out.write(f"# {unverified} grid point(s) unverified (error estimate above {grid_tol:g}), drawn as 0\n")
+        out.write(f"# {unverified} grid point(s) unverified (error estimate above {grid_tol:g}, or within a support "
+                  f"edge's estimate of it), drawn as 0\n")
     out.write(ascii_plot(xs, shown) + "\n")
