@@ -52,6 +52,7 @@ __all__ = [
     "ScalarGrammar",
     "parse_nonlinearity",
     "parse_scalar",
+    "magnitude",
     "read_number",
     "read_points",
     "read_scalar",
@@ -86,6 +87,19 @@ _NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 # names sympy's own constructors use; a fresh symbol may not shadow them
 _RESERVED = {"Integer", "Float", "Rational", "Symbol", "Add", "Mul", "Pow", "I", "oo", "nan", "zoo"}
 _ALLOWED_TEXT = ", ".join(sorted(ALLOWED_FUNCTIONS))
+#: Periodic functions, whose value at a number needs that number modulo 2 pi (the digits of its size: the
+#: evaluation of sin(exp(exp(20))) never ends), and the largest argument they take.
+_PERIODIC = {"sin", "cos"}
+_MAX_PERIODIC_ARGUMENT = 1e15
+
+
+def magnitude(v):
+    """``|v|`` of an exact number as a float, for range checks (``inf`` when too large to evaluate, such as
+    ``exp(exp(exp(10)))``)."""
+    try:
+        return abs(float(sympy.N(v, 17)))
+    except (ValueError, TypeError, OverflowError):
+        return math.inf
 
 
 _EXPONENT_RE = re.compile(r"[eE]([+-]?[0-9_]+)$")
@@ -286,6 +300,13 @@ class ScalarGrammar:
         for a in args:
             if not isinstance(a, sympy.Basic):
                 self.fail(f"{name} applies to scalars, not to {a}")
+        if name in _PERIODIC and self.functions[name] is ALLOWED_FUNCTIONS[name] and not args[0].free_symbols:
+            size = magnitude(args[0])
+            if not size <= _MAX_PERIODIC_ARGUMENT:
+                shown = f"{size:.3g}" if math.isfinite(size) else "beyond 1e308"
+                self.fail(f"{name} of an argument of size {shown}: evaluating it needs the argument modulo 2 pi, "
+                          f"about as many digits as the argument has; give an argument below "
+                          f"{_MAX_PERIODIC_ARGUMENT:.0e}")
         return self.functions[name](*args)
 
 

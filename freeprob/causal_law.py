@@ -47,7 +47,7 @@ import numpy as np
 import sympy
 
 from ._errors import DomainError
-from ._numbers import read_number
+from ._numbers import magnitude, read_number
 from .discretized_law import DiscretizedLaw
 from .expr.causal_model import DEFAULT_SKIP, MAX_HEADS, CausalModel
 from .law import _Cache  # the law's value cache (same rank)
@@ -72,12 +72,16 @@ MIN_BETA = sympy.Rational(1, 100)
 MAX_RATIO = 1000
 
 
-def _magnitude(x):
-    """``|x|`` as a float for range checks (``inf`` when it is too large to evaluate, as ``exp(exp(exp(10)))``)."""
-    try:
-        return abs(float(sympy.N(x, 20)))
-    except (ValueError, TypeError, OverflowError):
-        return math.inf
+def _within(x, lo, hi):
+    """``lo <= |x| <= hi`` for an exact number: by its float where that decides, exactly next to a bound."""
+    size = magnitude(x)
+    if not math.isfinite(size):
+        return False
+    if lo * (1 + 1e-9) < size < hi * (1 - 1e-9):
+        return True
+    if size < lo * (1 - 1e-9) or size > hi * (1 + 1e-9):
+        return False
+    return bool(lo <= abs(x)) and bool(abs(x) <= hi)
 
 
 def cells_for_skip(skip):
@@ -153,18 +157,19 @@ class CausalLaw(DiscretizedLaw):
     def value_unit(self):
         # G is about 1/x on the law's scale: the tolerance of a value is relative to max(10/mean, |G|) (G at a
         # tenth of the mean) when that is below 1, not to max(1, |G|), which at beta = 4 (mean 1.1e7, G about
-        # 1e-7) would verify nothing; a law of mean at most 10 (beta up to about 1.5) keeps max(1, |G|)
+        # 1e-7) would verify nothing; a law of mean at most 10 (beta below about 1.47 at the default widths and
+        # skip) keeps max(1, |G|)
         return self._memoized("value_unit", lambda: min(1.0, 10.0 / float(self.mean())))
 
     def __init__(self, beta=1, skip=DEFAULT_SKIP, d_h="1/2", d_v="1/2", d_out="1/2", *, heads=1, name=None):
         b = read_number(beta, what="beta")
-        size = _magnitude(b)
+        size = magnitude(b)
         if b.is_zero:
             raise DomainError("beta must be nonzero: at beta = 0 softmax is uniform and the centred output is 0")
-        if size < MIN_BETA:
+        if math.isfinite(size) and not _within(b, MIN_BETA, math.inf):
             raise DomainError(f"|beta| must be at least {MIN_BETA}, got {beta!r}: the law shrinks like beta^2 to the "
                               f"point mass at 0 (at beta = 0 softmax is uniform and the centred output is 0)")
-        if size > MAX_BETA:
+        if not _within(b, MIN_BETA, MAX_BETA):
             tokens = f"{math.exp(2 * size ** 2):.3g}" if size < 18 else "more than 1e280"
             raise DomainError(f"|beta| must be at most {MAX_BETA}, got {beta!r}: the law's scale grows like "
                               f"exp(beta^2), and real causal softmax approaches it only when more than "
@@ -177,8 +182,8 @@ class CausalLaw(DiscretizedLaw):
         ratios = {name: read_number(value, what=f"ratio {name}", positive=True)
                   for name, value in (("d_h", d_h), ("d_v", d_v), ("d_out", d_out))}
         for width, value in ratios.items():
-            if not 1 / MAX_RATIO <= _magnitude(value) <= MAX_RATIO:
-                shown = value if len(str(value)) <= 30 else f"{float(value):.3g}"
+            if not _within(value, sympy.Rational(1, MAX_RATIO), MAX_RATIO):
+                shown = value if len(str(value)) <= 30 else sympy.N(value, 40)
                 raise DomainError(f"ratio {width} = {shown} must lie between 1/{MAX_RATIO} and {MAX_RATIO} (a width "
                                   f"as a ratio to the length l)")
         if isinstance(heads, bool) or not isinstance(heads, int) or not 1 <= heads <= MAX_HEADS:
@@ -284,5 +289,6 @@ def causal_law_of(model):
         return CausalLaw(p["beta"], p["skip"], r["d_h"] / l, r["d_v"] / l, r["d_out"] / l, heads=model.heads,
                          name=model.name)
     except DomainError as exc:
-        where = f"model {model.name}" + ("" if l == 1 else f" (widths d_h/l, d_v/l, d_out/l with l = {l})")
+        where = (model.source or f"model {model.name}") + ("" if l == 1 else
+                                                            f" (widths d_h/l, d_v/l, d_out/l with l = {l})")
         raise DomainError(f"{where}: {exc}") from None

@@ -131,7 +131,7 @@ def test_values_out_of_range_are_refused_when_the_law_is_built(parameters, words
         return
     with pytest.raises(DomainError) as info:
         fp.causal_law_of(model)
-    assert str(info.value).startswith("model c: ") and words in str(info.value)
+    assert str(info.value).startswith("c.toml: ") and words in str(info.value)
 
 
 def test_writer_refuses_names_it_cannot_write_and_reads_values_as_numbers(tmp_path):
@@ -228,7 +228,13 @@ def test_cli_density_gives_the_value_with_its_estimate():
     (("law", "attention-causal", "--dps", "4"), "leave out --dps"),
     (("attention", "--causal", "--emit", "x.toml", "--name", "a\nb"), "TOML string"),
     (("check", "attention-causal", "--n", "100"), "at least 320"),
-    (("density", "attention-causal", "--at", "1", "--set", "beta=9"), "at most 4"),
+    (("density", "attention-causal", "--at", "1", "--set", "beta=9"), "with beta = 9 set: |beta| must be at most 4"),
+    (("density", "attention-causal", "--at", "1", "--set", "beta=sin(exp(exp(20)))"), "modulo 2 pi"),
+    (("density", "attention-causal", "--at", "45.8"), "not known to be 0"),
+    (("density", "attention-causal", "--at", "1", "--dps", "6"), "give a smaller --dps"),
+    (("check", "attention-causal", "--n", "320", "--set", "beta=3/2"), "give --n 7244 or more"),
+    (("check", "attention-causal", "--n", "320", "--set", "beta=2"), "give a smaller beta or a larger skip"),
+    (("attention", "--causal", "--emit", "x.toml", "--name", "a\udcffb"), "not valid UTF-8"),
     (("density", "attention-causal", "--at", "1", "--set", "H=0"), "an integer between 1 and 1024"),
     (("density", "attention-causal", "--at", "0"), "0 is the hard edge or the atom"),
 ])
@@ -261,3 +267,18 @@ def test_cli_check_of_the_builtin_model_passes(tmp_path):
     assert code == 0, text
     report = json.loads(text)
     assert report["verdict"] == "pass" and (tmp_path / "c.png").stat().st_size > 0
+
+
+@pytest.mark.parametrize("value", ["4+1/10**30", "1/100-1/10**30"])
+def test_range_of_beta_is_checked_exactly(value):
+    with pytest.raises(DomainError, match="beta"):
+        att.causal_attention_law(value, "1/10")
+    assert att.causal_attention_law("4", "1/10").beta == 4
+
+
+def test_a_value_below_its_error_estimate_is_printed_as_zero():
+    """Triangular Gaussian at x = -1 (outside its support): Im G is about 1e-45, far below its estimate."""
+    code, text = run("density", "triangular-gaussian", "--at", "-1", "--json")
+    point, = json.loads(text)["points"]
+    assert code == 0 and point["density"] == "0" and point["cauchy"]["im"] == "0"
+

@@ -90,3 +90,16 @@ def test_symbols_only_where_allowed():
     assert beta.free_symbols == {sympy.Symbol("beta", real=True)}
     with pytest.raises(DomainError, match="'Integer'"):
         read_scalar("Integer", what="scale")
+
+
+@pytest.mark.parametrize("text", ["sin(exp(exp(20)))", "cos(10**20)", "sin(exp(exp(exp(10))))"])
+def test_periodic_function_of_a_huge_argument_is_refused_at_once(text):
+    """sin of a number needs it modulo 2 pi, as many digits as it has: the evaluation of sin(exp(exp(20)))
+    never ends, so the reader refuses it (every later comparison of the value would hang)."""
+    with pytest.raises(DomainError, match="modulo 2 pi"):
+        read_number(text, what="x")
+
+
+def test_periodic_function_of_a_moderate_argument_is_exact():
+    assert read_number("sin(pi/6)", what="x") == sympy.Rational(1, 2)
+    assert read_number("cos(10**14)", what="x") == sympy.cos(10 ** 14)

@@ -17,7 +17,7 @@ import json
 import math
 
 from .. import ConvergenceError, DomainError, RegimeError, causal_law_of
-from ..attention import CAUSAL_SIZES, check_causal, plot_causal
+from ..attention import CAUSAL_SIZES, REGIME_REFUSE, check_causal, plot_causal
 from .common import json_default, progress_bar, wants_progress
 from .discretized import cmd_discretized_density, cmd_discretized_law
 
@@ -26,6 +26,8 @@ __all__ = ["causal_summary", "cmd_causal_check", "cmd_causal_density", "cmd_caus
 
 #: The smallest ``--n`` of a causal check (its smallest length ``N/8`` is at least 40).
 MIN_CHECK_LENGTH = 320
+#: The largest ``--n`` (the largest length of a sample).
+MAX_CHECK_LENGTH = 8000
 
 
 def regime_line(law):
@@ -78,8 +80,11 @@ def _fmt_float(x):
 
 def _with_error(value, error):
     """``value`` with the digits its error estimate supports (one beyond the first uncertain one)."""
-    digits = max(1, min(15, 1 - math.floor(math.log10(error)))) if error > 0 else 15
-    return f"{value:.{digits}f}"
+    if error <= 0:
+        return f"{value:.15g}"
+    if not abs(value) > error:
+        return "0"
+    return f"{value:.{max(1, min(15, math.floor(math.log10(abs(value) / error)) + 2))}g}"
 
 
 def cmd_causal_law(args, out, model):
@@ -133,4 +138,13 @@ def cmd_causal_check(args, out, model):
     try:
         return run_causal_check(args, out, law, sizes, reps)
     except RegimeError as exc:
-        raise RegimeError(f"{exc}; with freeprob check, --n N sets the largest length (the smallest is N/8)") from None
+        # the check refuses when exp(2 beta^2) exceeds REGIME_REFUSE times the first row kept at l_min = N/8
+        target = math.exp(2 * float(law.beta) ** 2) / REGIME_REFUSE
+        skip = float(law.skip)
+        need = next((n for n in range(MIN_CHECK_LENGTH, MAX_CHECK_LENGTH + 1) if round(skip * round(n / 8)) >= target),
+                    None)
+        hint = (f"with freeprob check, --n N sets the largest length (the smallest is N/8): give --n {need} or more"
+                if need is not None else
+                f"that needs --n near {8 * target / skip:.3g}, beyond the largest {MAX_CHECK_LENGTH}: give a smaller "
+                f"beta or a larger skip")
+        raise RegimeError(f"{exc}; {hint}") from None

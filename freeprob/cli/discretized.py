@@ -43,6 +43,22 @@ def _digits(error, value, dps=None):
     return min(digits, dps) if dps else digits
 
 
+def _text(value, error, dps=None):
+    """``value`` with the digits its estimate leaves; ``0`` when the value is below its estimate."""
+    if not abs(value) > error:
+        return "0"
+    return number_text(value, _digits(error, value, dps))
+
+
+def _near_edge(law, x):
+    """The support edge ``x`` lies within the error estimate of (an ``Extrapolated``), or None."""
+    for pair in law.support():
+        for e in pair:
+            if e.error > 0 and abs(x - float(e.value)) <= float(e.error):
+                return e
+    return None
+
+
 def cmd_discretized_density(args, out, model, law=None):
     """``freeprob density`` for ``law`` (default: the :class:`~freeprob.ProfileLaw` of ``model``)."""
     law = profile_law_of(model) if law is None else law
@@ -51,12 +67,24 @@ def cmd_discretized_density(args, out, model, law=None):
     values = [read_number(tok, what=f"--at {tok}") for tok in tokens]
     points = []
     for tok, x in zip(tokens, values):
-        g = law.cauchy(x, tol) if tol else law.cauchy(x)
+        try:
+            g = law.cauchy(x, tol) if tol else law.cauchy(x)
+        except ConvergenceError as exc:
+            if not tol:
+                raise
+            raise ConvergenceError(f"{exc}; --dps {args.dps} asks for an estimate below 10^-{args.dps}: give a "
+                                   f"smaller --dps, or leave it out (the law's tolerance {law.tol:g})",
+                                   point=exc.point, residual=exc.residual) from None
         d = max(0.0, -g.value.imag / np.pi)
+        if x.is_real and x > 0 and not d > g.error / np.pi:
+            edge = _near_edge(law, float(x))  # outside every discretization's support, next to an uncertain edge
+            if edge is not None:
+                raise ConvergenceError(f"{model.name}: x = {tok} lies within the error estimate of the support edge "
+                                       f"{float(edge.value):.6g} +- {float(edge.error):.2g}; the density there is "
+                                       f"not known to be 0 (ask farther from the edge)", point=tok)
         re, im = g.value.real, g.value.imag
-        points.append({"x": tok, "density": number_text(d, _digits(g.error / np.pi, d, args.dps)),
-                       "cauchy": {"re": number_text(re, _digits(g.error, re, args.dps)),
-                                  "im": number_text(im, _digits(g.error, im, args.dps))},
+        points.append({"x": tok, "density": _text(d, g.error / np.pi, args.dps),
+                       "cauchy": {"re": _text(re, g.error, args.dps), "im": _text(im, g.error, args.dps)},
                        "error": f"{g.error:.2e}"})
     if args.json:
         out.write(json.dumps({"model": model.name, "law": model.law_kind, "method": _method(law),
@@ -121,9 +149,9 @@ def cmd_discretized_law(args, out, model, law=None, summary=None):
         errs[inside] = est.error / np.pi
         bad = ~(est.error <= grid_tol * np.maximum(law.value_unit, np.abs(est.value)))
         dens[np.nonzero(inside)[0][bad]] = np.nan
-    # outside the support but within an edge's estimate of it, the density is not known to be 0
-    near = ~inside & (xs > 0) & np.array([any(abs(x - float(e.value)) <= float(e.error) for ab in support
-                                              for e in ab) for x in xs])
+    # within an edge's estimate of it, the density is not known (outside: to be 0; inside: to be positive)
+    near = (xs > 0) & np.array([any(abs(x - float(e.value)) <= float(e.error) for ab in support
+                                    for e in ab) for x in xs])
     dens[near] = np.nan
     errs[near] = np.nan
     hard = any(float(a.value) == 0 for a, _ in support)
@@ -138,7 +166,7 @@ def cmd_discretized_law(args, out, model, law=None, summary=None):
         elif np.isnan(d):
             text = "unverified"
         else:
-            text = f"{d:.{_digits(e, d)}g}"
+            text = "0" if not d > e else f"{d:.{_digits(e, d)}g}"
         grid.append({"x": repr(float(x)), "density": text, "error": "nan" if np.isnan(e) else f"{e:.1e}"})
     data = {
         "model": model.name,
@@ -176,6 +204,7 @@ def cmd_discretized_law(args, out, model, law=None, summary=None):
     out.write("".join(f"{line}\n" for line in summary[1]))
     unverified = int(np.sum(np.isnan(dens)))
     if unverified:
-        out.write(f"# {unverified} grid point(s) unverified (error estimate above {grid_tol:g}, or within a support "
-                  f"edge's estimate of it), drawn as 0\n")
+        unit = "" if law.value_unit == 1 else f" x max({law.value_unit:.3g}, |G|)"
+        out.write(f"# {unverified} grid point(s) unverified (error estimate of G above {grid_tol:g}{unit}, or within "
+                  f"a support edge's estimate of it), drawn as 0\n")
     out.write(ascii_plot(xs, shown) + "\n")

@@ -86,8 +86,9 @@ class CausalModel(Model):
         if "H" in rest:
             heads = _heads(rest.pop("H"), "--set H")
         copy = super().with_values(rest) if rest else self
+        source = f"{self.source} with {', '.join(f'{k} = {v}' for k, v in overrides.items())} set"
         return CausalModel(copy.name, copy.description, copy.law_kind, copy.expression, None, copy.ratios,
-                           copy.params, copy.source, {"H": heads})
+                           copy.params, source, {"H": heads})
 
 
 def _fail(where, key, message):

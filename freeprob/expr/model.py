@@ -79,6 +79,11 @@ def toml_string(text):
     '"attention-mha-h2"'
     """
     text = str(text)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (a byte that was not UTF-8 on the command line)
+        raise DomainError(f"cannot write {text!r} as a TOML string (not valid UTF-8 text); choose another "
+                          f"name") from None
     if any(ch in text for ch in '"\\') or any(ord(ch) < 32 or ord(ch) == 127 for ch in text):
         raise DomainError(f"cannot write {text!r} as a TOML string (quotes, backslashes or control characters such "
                           f"as a newline); choose a name without them")
