@@ -17,6 +17,7 @@ __all__ = [
     "grid_spec",
     "integer_in",
     "json_default",
+    "write_csv",
     "model_of",
     "number_text",
     "parse_sets",
@@ -50,6 +51,14 @@ def json_default(x):
     except (TypeError, ValueError):
         return str(x)
     return v if math.isfinite(v) else str(v)
+
+
+def write_csv(path, rows, columns):
+    """Write the grid ``rows`` (dicts of strings) to ``path`` as CSV with the given ``columns``."""
+    with open(path, "w") as fh:
+        fh.write(",".join(columns) + "\n")
+        for r in rows:
+            fh.write(",".join(r[c] for c in columns) + "\n")
 
 
 def number_text(x, dps):

@@ -23,7 +23,7 @@ import numpy as np
 
 from .. import ConvergenceError, ProfileLaw, profile_law_of
 from .._numbers import read_number
-from .common import number_text
+from .common import number_text, write_csv
 from .plots import ascii_plot, plot_density
 
 __all__ = ["cmd_discretized_density", "cmd_discretized_law"]
@@ -179,10 +179,7 @@ def cmd_discretized_law(args, out, model, law=None, summary=None):
         "grid": grid,
     }
     if args.csv:
-        with open(args.csv, "w") as fh:
-            fh.write("x,density,error\n")
-            for r in grid:
-                fh.write(f"{r['x']},{r['density']},{r['error']}\n")
+        write_csv(args.csv, grid, ("x", "density", "error"))
     finite = dens[np.isfinite(dens)]
     shown = np.where(np.isfinite(dens), dens, 0.0)
     if hard and finite.size:

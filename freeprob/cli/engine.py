@@ -56,6 +56,7 @@ from .common import (
     point_list,
     progress_bar,
     wants_progress,
+    write_csv,
 )
 
 __all__ = ["main", "build_parser"]
@@ -290,10 +291,7 @@ def cmd_law(args, out):
         "grid": grid,
     }
     if args.csv:
-        with open(args.csv, "w") as fh:
-            fh.write("x,density\n")
-            for r in grid:
-                fh.write(f"{r['x']},{r['density']}\n")
+        write_csv(args.csv, grid, ("x", "density"))
     # a hard edge's infinite value is drawn at the largest finite one
     finite = dens[np.isfinite(dens)]
     shown = np.where(np.isinf(dens), finite.max() if finite.size else 0.0, dens)
